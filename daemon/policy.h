@@ -33,8 +33,13 @@
  * than POLICY_ARGV_MAX words or a command longer than POLICY_COMMAND_MAX.
  * The result is a NULL-terminated vector. */
 int policy_argv_split(const char *cmd, char ***ret_argv, const char **ret_error);
+/* The same over len bytes that need not be NUL-terminated (a JSON string may
+ * hold \u0000): an embedded NUL is refused instead of silently ending cmd. */
+int policy_argv_split_n(const char *cmd, size_t len, char ***ret_argv, const char **ret_error);
 
 /* ---- the environment filter (policy_env.c) ---- */
+
+#define POLICY_ENV_ENTRIES_MAX 1024     /* entries in base, pass or client */
 
 /* True for names that look like secrets: *_KEY, *_API_KEY, *KEY (as a word
  * suffix), *_TOKEN, *_SECRET, *SECRET*, *PASSWORD*, *PASSWD*, *_PAT,
