@@ -28,8 +28,10 @@ struct varlink_reader {
         size_t start;   /* offset of the first unconsumed byte */
         size_t cap;
         size_t max;     /* largest message, NUL included */
+        size_t scan;    /* [start, scan) is known to hold no NUL: each byte is searched once */
 };
 
+/* max_message 0 means VARLINK_MESSAGE_MAX_DEFAULT. */
 void varlink_reader_init(struct varlink_reader *r, size_t max_message);
 void varlink_reader_done(struct varlink_reader *r);
 
@@ -37,7 +39,7 @@ void varlink_reader_done(struct varlink_reader *r);
  * max bytes (the peer sent an oversized message); -ENOMEM. */
 int varlink_reader_feed(struct varlink_reader *r, const void *data, size_t n);
 
-/* Hands out the next whole message (without its NUL) in *ret_msg/*ret_len;
+/* Hands out the next whole message (without its NUL) in *ret_msg and *ret_len;
  * the pointer stays valid until the next feed or next call. Returns 1 when a
  * message was returned, 0 when more bytes are needed, -EMSGSIZE as above. */
 int varlink_reader_next(struct varlink_reader *r, const char **ret_msg, size_t *ret_len);
@@ -59,7 +61,11 @@ struct varlink_call {
  * call: invalid JSON or UTF-8, trailing bytes, nesting deeper than max_depth,
  * a non-object, a key other than method/parameters/more/oneway/upgrade, a
  * member of the wrong type, a missing or malformed method name, an embedded
- * NUL. The protocol says the connection is then closed. */
+ * NUL. The protocol says the connection is then closed. Stricter than json-c
+ * alone: also refused are duplicate keys at any level, \u0000 and unpaired
+ * surrogate escapes, integers outside int64/uint64 (json-c would saturate),
+ * non-finite numbers, and more together with oneway or upgrade. Trailing JSON
+ * whitespace is allowed (RFC 8259). */
 int varlink_call_parse(const char *msg, size_t len, unsigned max_depth, struct varlink_call *ret);
 void varlink_call_done(struct varlink_call *c);
 
@@ -76,7 +82,11 @@ void varlink_reply_done(struct varlink_reply *r);
 
 /* Builders. Each returns a malloc'd buffer holding the JSON text followed by
  * its terminating NUL; *ret_len counts the NUL. parameters may be NULL (sent
- * as {}); the builders do not take ownership of it. */
+ * as {}); the builders do not take ownership of it. What they build, the
+ * parsers above accept with the default limits: -EINVAL for a malformed
+ * method or error name, parameters that are not an object, nest deeper than
+ * VARLINK_DEPTH_MAX_DEFAULT or hold a string that is not UTF-8 or holds a
+ * NUL, or a non-finite number; -EMSGSIZE beyond VARLINK_MESSAGE_MAX_DEFAULT. */
 int varlink_call_build(const char *method, struct json_object *parameters,
                        bool more, bool oneway, char **ret_buf, size_t *ret_len);
 int varlink_reply_build(struct json_object *parameters, bool continues,
