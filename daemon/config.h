@@ -11,6 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The system instance's socket; a user instance's is
+ * $XDG_RUNTIME_DIR/toolsd/io.toolsd (see config_listen_path()). */
+#define TOOLSD_SYSTEM_LISTEN_PATH "/run/toolsd/io.toolsd"
+/* At most this many ReadOnlyPaths= entries. */
+#define TOOLSD_CONFIG_RO_PATHS_MAX 64
+/* A config file larger than this is refused (-EFBIG). */
+#define TOOLSD_CONFIG_FILE_MAX (1024 * 1024)
+
 enum require_sandbox {
         REQUIRE_SANDBOX_NO,     /* fall back to plain processes, said in every result */
         REQUIRE_SANDBOX_YES,    /* refuse sessions when the sandbox does not work */
@@ -50,7 +58,8 @@ struct toolsd_config {
         bool allow_unsandboxed;            /* AllowUnsandboxed= honour a client's sandbox "off" */
         bool allow_network;                /* AllowNetwork= may any skill get network */
         char *bwrap_path;                  /* BubblewrapPath= */
-        char **ro_paths;                   /* ReadOnlyPaths= extra read-only binds, NULL-terminated */
+        char **ro_paths;                   /* ReadOnlyPaths= extra read-only binds, NULL-terminated
+                                            * (never NULL after init/load), normalised */
         size_t n_ro_paths;
 
         /* [Network] for http_get */
@@ -66,7 +75,11 @@ int config_init_defaults(struct toolsd_config *c);
 /* Parses path over the current values. A missing file is not an error when
  * !must_exist (returns 0). On a bad line, unknown section or key, or bad
  * value returns -EINVAL and sets *ret_error to a malloc'd
- * "FILE:LINE: [Section] Key=: reason". -errno for an unreadable file. */
+ * "FILE:LINE: [Section] Key=: reason". -errno for an unreadable file.
+ * Either every assignment of the file is applied or, on any failure, none is.
+ * *ret_error (may be NULL) is set on every failure but -ENOMEM: for -EINVAL,
+ * and "FILE: reason" for -errno. Lines longer than inih's buffer (198 bytes
+ * after leading whitespace) are refused, not truncated. */
 int config_load_file(struct toolsd_config *c, const char *path, bool must_exist, char **ret_error);
 
 /* The same for an in-memory text (tests, fuzzing); name is used in errors. */
@@ -77,6 +90,21 @@ int config_load_string(struct toolsd_config *c, const char *text, const char *na
 int config_validate(const struct toolsd_config *c, char **ret_error);
 
 void config_done(struct toolsd_config *c);
+
+/* MODULATIO_REQUIRE_SANDBOX: value is the variable's value (NULL when unset;
+ * the caller does the getenv). It can only tighten: "1"/yes/true/on, or any
+ * value that is not a recognisable boolean, sets REQUIRE_SANDBOX_YES (fail
+ * safe); NULL, "" and a false boolean leave the config as it is. */
+void config_apply_environment(struct toolsd_config *c, const char *require_sandbox_env);
+
+/* Whether a client's sandbox opt-out may be honoured: AllowUnsandboxed=yes
+ * and not RequireSandbox=yes (which wins). */
+bool config_unsandboxed_allowed(const struct toolsd_config *c);
+
+/* The socket path to listen on: ListenPath= if set, else the system path, or
+ * in user mode xdg_runtime_dir/toolsd/io.toolsd. -ENXIO when user mode has no
+ * absolute xdg_runtime_dir; -ENAMETOOLONG past sockaddr_un's sun_path. */
+int config_listen_path(const struct toolsd_config *c, bool user_mode, const char *xdg_runtime_dir, char **ret);
 
 /* Parses "16M", "64K", "1G", "512" (bytes; powers of 1024). -EINVAL/-ERANGE. */
 int parse_size(const char *s, uint64_t *ret);
