@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -249,6 +250,34 @@ static void test_toolsd_errors(void **state) {
         assert_int_equal(idl_validate_error(iface, "Status", ok, &field), -ENOENT);
         assert_int_equal(idl_validate_error(iface, "Nope", ok, &field), -ENOENT);
         assert_null(field);
+}
+
+/* The service interface every Varlink server also implements, read from the
+ * source tree (the unit tests get only our own interface embedded). */
+static void test_varlink_service(void **state) {
+        _cleanup_fclose_ FILE *f = fopen(SRCDIR "/proto/org.varlink.service.varlink", "re");
+        _cleanup_free_ char *text = NULL;
+        _cleanup_idl_ struct idl_interface *iface = NULL;
+        _cleanup_json_ struct json_object *p = json_tokener_parse("{\"parameter\": \"skill\"}");
+        size_t n;
+
+        assert_non_null(f);
+        text = calloc(1, 65536);
+        assert_non_null(text);
+        n = fread(text, 1, 65535, f);
+        assert_true(n > 0 && n < 65535);
+        iface = parse_ok(text);
+        assert_string_equal(idl_name(iface), "org.varlink.service");
+        assert_true(idl_has_method(iface, "GetInfo"));
+        assert_true(idl_has_method(iface, "GetInterfaceDescription"));
+        assert_true(idl_has_error(iface, "InvalidParameter"));
+        assert_true(idl_has_error(iface, "ExpectedMore"));
+        assert_int_equal(idl_validate_error(iface, "InvalidParameter", p, NULL), 0);
+        assert_int_equal(idl_validate_error(iface, "PermissionDenied", p, NULL), -EINVAL);
+        assert_int_equal(idl_validate_error(iface, "PermissionDenied", NULL, NULL), 0);
+        valid(iface, "GetInfo", false,
+              "{\"vendor\": \"toolsd\", \"product\": \"toolsd\", \"version\": \"0.1.0\","
+              " \"url\": \"https://example.org\", \"interfaces\": [\"io.toolsd\", \"org.varlink.service\"]}");
 }
 
 /* ---- the other constructs ---------------------------------------------- */
@@ -540,6 +569,7 @@ int main(void) {
                 cmocka_unit_test(test_toolsd_open_session),
                 cmocka_unit_test(test_toolsd_replies),
                 cmocka_unit_test(test_toolsd_errors),
+                cmocka_unit_test(test_varlink_service),
                 cmocka_unit_test(test_enum),
                 cmocka_unit_test(test_inline_and_containers),
                 cmocka_unit_test(test_recursion),
