@@ -308,6 +308,18 @@ static int env_build_run(struct env_build *b) {
         return env_build_implicit(b);
 }
 
+/* The rules, in the order of the output:
+ *  1. base, in its order; toolsd's own, always kept, never overridden (for a
+ *     name given twice the first counts);
+ *  2. the names in pass, in its order, that the client set;
+ *  3. the implicit names (LANG, LANGUAGE, LC_*, TERM, TZ) that the client set
+ *     and neither base nor pass mention, sorted by name.
+ * A client name set twice counts at its first entry. ret_dropped lists plain
+ * names, each once: every name in pass that is invalid, secret-shaped or a
+ * base name ("reserved"), whether or not the client set it, and every name
+ * of 2. or 3. whose value is longer than POLICY_COMMAND_MAX. A client name
+ * neither listed nor implicit is absent without a word: the client sends its
+ * whole environment and most of it is none of the command's business. */
 int policy_env_build(const struct env_pair *base, size_t n_base,
                      const char *const *pass, size_t n_pass,
                      const struct env_pair *client, size_t n_client,
