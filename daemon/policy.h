@@ -93,21 +93,35 @@ int policy_path_check(int root_fd, const char *root_path, const char *arg, bool 
 
 /* ---- command profiles (policy_profile.c) ---- */
 
-/* A placeholder in a shape:
+/* The file format is documented in docs/profiles.md. Programs are matched
+ * by argv[0] exactly as written and must be bare names: the sandbox PATH
+ * decides what runs, and a path could name a file in the artifacts root.
+ *
+ * A placeholder in a shape:
  *   <file>    one word naming an existing file beneath the root
  *   <path>    one word naming a file or directory beneath the root (may not exist)
- *   <int>     one word of decimal digits
+ *             (both: non-empty, not starting with '-'; the matcher only marks
+ *             them, the caller checks them with policy_path_check())
+ *   <int>     one word of 1-18 decimal digits
  *   <-int>    one word "-N" (head -20)
- *   <word>    any one word that does not start with '-'
+ *   <word>    any one non-empty word that does not start with '-'
  *   <arg>     any one word
  *   <args>... any number of words (only last)
- *   [x]       an optional literal or placeholder
+ *   [x]       an optional literal, alternatives or placeholder
  *   a|b       alternative literals */
+#define PROFILE_LINE_MAX 4096           /* bytes in one line of a profile file */
+#define PROFILE_SHAPES_MAX 4096         /* shapes (and deny rules) in one profile */
+#define PROFILE_INCLUDE_DEPTH_MAX 8     /* nesting of includes */
+
 struct profile_set;     /* every loaded profile */
 struct profile;         /* one profile: its shapes, includes resolved */
 
-/* Loads every *.conf in dir. A syntax error gives -EINVAL and a malloc'd
- * "FILE:LINE: reason" in *ret_error. Includes are resolved (cycles refused). */
+/* Loads every *.conf in dir, in name order. An error in the files (syntax,
+ * limits, duplicate profile, unknown include, include cycle or depth) gives
+ * -EINVAL and a malloc'd "FILE:LINE: reason" in *ret_error (replacing what
+ * it held; the caller initialises it to NULL and frees it); other failures
+ * give a negative errno and leave *ret_error alone. Includes are resolved
+ * after all files are read. */
 int profile_set_load_dir(const char *dir, struct profile_set **ret, char **ret_error);
 /* Loads from one text (tests, fuzzing); name stands for the file in errors. */
 int profile_set_load_string(const char *text, const char *name, struct profile_set **ret, char **ret_error);
@@ -115,8 +129,8 @@ void profile_set_free(struct profile_set *s);
 
 const struct profile *profile_set_find(const struct profile_set *s, const char *name);
 const char *profile_name(const struct profile *p);
-/* A NULL-terminated list of the profile's shapes as written (for the tool
- * description), includes flattened. Owned by the set. */
+/* A NULL-terminated list of the profile's allow shapes as written (for the
+ * tool description), includes flattened in place. Owned by the set. */
 const char *const *profile_shapes(const struct profile *p);
 
 struct profile_match {
@@ -124,15 +138,22 @@ struct profile_match {
         const char *shape;      /* the shape that matched (owned by the set) */
         bool *path_arg;         /* argc flags: argv[i] is a <file>/<path> placeholder */
         bool *path_must_exist;  /* argc flags: <file> (true) or <path> (false) */
+                                /* (both flag arrays only when allowed) */
         char message[POLICY_MESSAGE_MAX];
-                                /* on refusal: names the profile, says why (a
-                                 * "deny" rule's reason, e.g. that it runs
-                                 * user code at import), and lists the nearest
-                                 * allowed shapes (same program first) */
+                                /* on refusal: names the profile, quotes the
+                                 * argv, gives a "deny" rule's reason, and
+                                 * lists the allowed shapes of the same program
+                                 * (or the profile's first shapes); UTF-8 */
 };
 
-/* Matches argv against the profile. Deny rules are checked first; then the
- * shapes in order. Returns 0 with the verdict in *ret (free with
- * profile_match_done), negative errno on failure. */
+/* Matches argv against the profile. A deny rule of the profile itself (deny
+ * rules are not inherited through include) refuses what it matches, unless
+ * an allow shape pins strictly more words literally than the best-matching
+ * deny rule: "python3 -m py_compile <file>" (3 literal words) beats "deny
+ * python3 -m <word> <args>..." (2), while "allow python3 <args>..." (1)
+ * would not beat "deny python3 -c <args>..." (2). Among the allow shapes
+ * that win, the first in order gives the verdict and the path flags.
+ * Returns 0 with the verdict in *ret (free with profile_match_done), negative
+ * errno on failure. */
 int profile_match(const struct profile *p, char *const *argv, struct profile_match *ret);
 void profile_match_done(struct profile_match *m);
