@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -346,6 +347,41 @@ static void test_empty_and_errors(void **state) {
         assert_null(why);
 }
 
+/* A directory the peer may not search: only checkable without root's
+ * CAP_DAC_OVERRIDE, so a child drops to nobody first. */
+static void test_permission_denied(void **state) {
+        NEED_OPENAT2();
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(mkdirat(root_fd, "private", 0700), 0);
+        make_file("private/secret");
+
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                enum path_verdict v;
+                char *rel = NULL;
+                const char *why = NULL;
+
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(2);
+                if (policy_path_check(root_fd, root_path, "private/secret", true, &v, &rel, &why) < 0 ||
+                    v != PATH_REFUSED || strcmp(why, "permission denied") != 0)
+                        _exit(3);
+                if (policy_path_check(root_fd, root_path, "private/new", false, &v, &rel, &why) < 0 ||
+                    v != PATH_REFUSED || strcmp(why, "permission denied") != 0)
+                        _exit(4);
+                if (policy_path_check(root_fd, root_path, "private", true, &v, &rel, &why) < 0 || v != PATH_OK)
+                        _exit(5);
+                free(rel);
+                _exit(0);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* ---- the race ---- */
 
 static atomic_bool race_stop;
@@ -439,6 +475,7 @@ int main(void) {
                 cmocka_unit_test(test_odd_spellings),
                 cmocka_unit_test(test_long),
                 cmocka_unit_test(test_empty_and_errors),
+                cmocka_unit_test(test_permission_denied),
                 cmocka_unit_test(test_race),
                 cmocka_unit_test(test_no_openat2),
         };
