@@ -78,7 +78,9 @@ static int setup(void **state) {
 }
 
 /* Valgrind 3.19 does not know openat2 and fails it with ENOSYS; the checker
- * then (rightly) reports an internal failure, so skip what needs the kernel. */
+ * then (rightly) reports an internal failure, so main() leaves out what
+ * needs the kernel. (Not cmocka's skip(): 1.1.5 prints it to TAP as
+ * "not ok", which meson counts as a failure.) */
 static bool have_openat2(void) {
         struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH };
         int fd = (int) syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof how);
@@ -87,19 +89,11 @@ static bool have_openat2(void) {
         close(fd);
         return true;
 }
-#define NEED_OPENAT2()                  \
-        do {                            \
-                if (!have_openat2())    \
-                        skip();         \
-        } while (0)
-
 static void test_no_openat2(void **state) {
         enum path_verdict v = 99;
         char *rel = NULL;
         const char *why = NULL;
 
-        if (have_openat2())
-                skip();
         /* no fallback to a racy walk: an internal failure, not a verdict */
         assert_int_equal(policy_path_check(root_fd, root_path, "file", true, &v, &rel, &why), -ENOSYS);
         assert_int_equal(v, 99);
@@ -156,7 +150,6 @@ static void assert_refused(const char *arg, bool must_exist, const char *want_re
 #define NOPARENT "parent directory does not exist under the artifacts root"
 
 static void test_plain(void **state) {
-        NEED_OPENAT2();
         assert_ok("file", true, "file");
         assert_ok("file", false, "file");
         assert_ok("dir", true, "dir");
@@ -164,7 +157,6 @@ static void test_plain(void **state) {
 }
 
 static void test_absolute_inside(void **state) {
-        NEED_OPENAT2();
         char p[PATH_MAX + 64];
 
         snprintf(p, sizeof p, "%s/dir/sub/nested.txt", root_path);
@@ -197,14 +189,12 @@ static void test_absolute_outside(void **state) {
 }
 
 static void test_root_itself(void **state) {
-        NEED_OPENAT2();
         assert_ok(".", true, ".");
         assert_ok("./", true, ".");
         assert_ok(".//./.", false, ".");
 }
 
 static void test_dotdot(void **state) {
-        NEED_OPENAT2();
         char p[PATH_MAX + 64];
 
         assert_refused("..", true, DOTDOT);
@@ -223,7 +213,6 @@ static void test_dotdot(void **state) {
 }
 
 static void test_symlinks_out(void **state) {
-        NEED_OPENAT2();
         assert_refused("out", true, ESCAPES);
         assert_refused("out", false, ESCAPES);
         assert_refused("up", true, ESCAPES);
@@ -237,7 +226,6 @@ static void test_symlinks_out(void **state) {
 }
 
 static void test_symlinks_in(void **state) {
-        NEED_OPENAT2();
         assert_ok("chain1", true, "chain1");
         assert_ok("chain2", true, "chain2");
         assert_ok("reldotdot", true, "reldotdot");
@@ -246,7 +234,6 @@ static void test_symlinks_in(void **state) {
 }
 
 static void test_dangling(void **state) {
-        NEED_OPENAT2();
         assert_refused("dangling", true, NOENT);
         /* its target would be created inside the root */
         assert_ok("dangling", false, "dangling");
@@ -255,7 +242,6 @@ static void test_dangling(void **state) {
 }
 
 static void test_magic_link(void **state) {
-        NEED_OPENAT2();
         enum path_verdict v;
         char *rel = NULL;
         const char *why = NULL;
@@ -274,7 +260,6 @@ static void test_magic_link(void **state) {
 }
 
 static void test_missing(void **state) {
-        NEED_OPENAT2();
         char p[PATH_MAX + 64];
 
         assert_refused("new.txt", true, NOENT);
@@ -297,7 +282,6 @@ static void test_missing(void **state) {
 }
 
 static void test_odd_spellings(void **state) {
-        NEED_OPENAT2();
         assert_ok("./file", true, "file");
         assert_ok(".//dir//sub/./nested.txt", true, "dir/sub/nested.txt");
         assert_ok("dir/", true, "dir");
@@ -307,7 +291,6 @@ static void test_odd_spellings(void **state) {
 }
 
 static void test_long(void **state) {
-        NEED_OPENAT2();
         char *p = malloc(PATH_MAX + 2);
 
         assert_non_null(p);
@@ -350,9 +333,6 @@ static void test_empty_and_errors(void **state) {
 /* A directory the peer may not search: only checkable without root's
  * CAP_DAC_OVERRIDE, so a child drops to nobody first. */
 static void test_permission_denied(void **state) {
-        NEED_OPENAT2();
-        if (geteuid() != 0)
-                skip();
         assert_int_equal(mkdirat(root_fd, "private", 0700), 0);
         make_file("private/secret");
 
@@ -397,7 +377,6 @@ static void *race_swapper(void *arg) {
 }
 
 static void test_race(void **state) {
-        NEED_OPENAT2();
         char rp[PATH_MAX + 64];
         struct stat inside;
         unsigned ok = 0, refused = 0;
@@ -460,11 +439,19 @@ static void test_race(void **state) {
         assert_true(refused > 0);
 }
 
+static void add_tests(struct CMUnitTest *all, size_t *n, const struct CMUnitTest *t, size_t k) {
+        memcpy(all + *n, t, k * sizeof *t);
+        *n += k;
+}
+
 int main(void) {
-        const struct CMUnitTest tests[] = {
+        static const struct CMUnitTest always[] = {
+                cmocka_unit_test(test_absolute_outside),
+                cmocka_unit_test(test_empty_and_errors),
+        };
+        static const struct CMUnitTest kernel[] = {
                 cmocka_unit_test(test_plain),
                 cmocka_unit_test(test_absolute_inside),
-                cmocka_unit_test(test_absolute_outside),
                 cmocka_unit_test(test_root_itself),
                 cmocka_unit_test(test_dotdot),
                 cmocka_unit_test(test_symlinks_out),
@@ -474,10 +461,27 @@ int main(void) {
                 cmocka_unit_test(test_missing),
                 cmocka_unit_test(test_odd_spellings),
                 cmocka_unit_test(test_long),
-                cmocka_unit_test(test_empty_and_errors),
-                cmocka_unit_test(test_permission_denied),
                 cmocka_unit_test(test_race),
+        };
+        static const struct CMUnitTest as_root[] = {
+                cmocka_unit_test(test_permission_denied),
+        };
+        static const struct CMUnitTest no_kernel[] = {
                 cmocka_unit_test(test_no_openat2),
         };
-        return cmocka_run_group_tests(tests, setup, teardown);
+        struct CMUnitTest all[ELEMENTSOF(always) + ELEMENTSOF(kernel) + ELEMENTSOF(as_root)];
+        size_t n = 0;
+
+        add_tests(all, &n, always, ELEMENTSOF(always));
+        if (have_openat2()) {
+                add_tests(all, &n, kernel, ELEMENTSOF(kernel));
+                if (geteuid() == 0)
+                        add_tests(all, &n, as_root, ELEMENTSOF(as_root));
+                else
+                        printf("# test_permission_denied left out: needs root to drop to nobody\n");
+        } else {
+                printf("# tests that need openat2 left out: ENOSYS (valgrind?)\n");
+                add_tests(all, &n, no_kernel, ELEMENTSOF(no_kernel));
+        }
+        return _cmocka_run_group_tests("test-path", all, n, setup, teardown);
 }

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -422,7 +423,7 @@ static int rm_one(const char *p, const struct stat *st, int type, struct FTW *ft
 }
 
 /* Runs argv with stdout to a pipe; the given fds stay open across exec. */
-static int run(char **argv, const int *keep, size_t n_keep, char *out, size_t out_size) {
+static int run(char **argv, const int *keep, size_t n_keep, bool quiet, char *out, size_t out_size) {
         int pipefd[2], status;
         ssize_t k;
         size_t got = 0;
@@ -435,6 +436,8 @@ static int run(char **argv, const int *keep, size_t n_keep, char *out, size_t ou
                         if (keep[i] >= 0 && fcntl(keep[i], F_SETFD, 0) < 0)
                                 _exit(126);
                 if (dup2(pipefd[1], STDOUT_FILENO) < 0)
+                        _exit(126);
+                if (quiet && dup2(STDOUT_FILENO, STDERR_FILENO) < 0)
                         _exit(126);
                 execv(argv[0], argv);
                 _exit(127);
@@ -458,16 +461,13 @@ static bool bwrap_works(void) {
 
         if (access(BWRAP, X_OK) < 0)
                 return false;
-        return run(probe, NULL, 0, out, sizeof out) == 0;
+        return run(probe, NULL, 0, true, out, sizeof out) == 0;
 }
 
 static void test_real_bwrap(void **state) {
         char root[PATH_MAX], script[PATH_MAX * 2], out[256];
         static const char *const env[] = { "PATH=/usr/bin", "LANG=C", NULL };
         char **argv = NULL;
-
-        if (!bwrap_works())
-                skip();
 
         assert_non_null(mkdtemp(base));
         snprintf(root, sizeof root, "%s/root", base);
@@ -497,7 +497,7 @@ static void test_real_bwrap(void **state) {
         const int keep[] = { root_fd, tc_fd };
 
         assert_int_equal(sandbox_argv_build(&m, &argv), 0);
-        assert_int_equal(run(argv, keep, ELEMENTSOF(keep), out, sizeof out), 0);
+        assert_int_equal(run(argv, keep, ELEMENTSOF(keep), false, out, sizeof out), 0);
         assert_string_equal(out, "ok\n");
         strv_free(argv);
         assert_int_equal(faccessat(root_fd, "made", F_OK, 0), 0);
@@ -506,8 +506,9 @@ static void test_real_bwrap(void **state) {
         const char *cmd2[] = { "/usr/bin/sh", "-c", "echo x > tool_calls/forged.jsonl && echo wrote", NULL };
         m.argv = cmd2;
         assert_int_equal(sandbox_argv_build(&m, &argv), 0);
-        assert_int_not_equal(run(argv, keep, ELEMENTSOF(keep), out, sizeof out), 0);
-        assert_string_equal(out, "");
+        assert_int_not_equal(run(argv, keep, ELEMENTSOF(keep), true, out, sizeof out), 0);
+        assert_non_null(strstr(out, "Read-only file system"));
+        assert_null(strstr(out, "wrote"));
         strv_free(argv);
         assert_int_equal(faccessat(root_fd, "tool_calls/forged.jsonl", F_OK, 0), -1);
 
@@ -528,5 +529,13 @@ int main(void) {
                 cmocka_unit_test(test_invariants),
                 cmocka_unit_test(test_real_bwrap),
         };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        size_t n = ELEMENTSOF(tests);
+
+        /* Not cmocka's skip(): 1.1.5 prints "not ok ... # SKIP", which meson
+         * counts as a failure. The real run is last, so just leave it out. */
+        if (!bwrap_works()) {
+                printf("# test_real_bwrap left out: %s missing or cannot create namespaces\n", BWRAP);
+                n--;
+        }
+        return _cmocka_run_group_tests("test-sandbox", tests, n, NULL, NULL);
 }
