@@ -25,6 +25,10 @@
  *                          and the model cannot create mounts on the host.
  *   no RESOLVE_NO_SYMLINKS symlinks inside the root are ordinary artifacts
  *                          (venvs, build trees).
+ *
+ * Without openat2 (kernel < 5.6, or valgrind) the check fails with -ENOSYS:
+ * there is deliberately no fallback to a component-by-component walk in user
+ * space, which is exactly the racy check this file exists to avoid.
  */
 #include <errno.h>
 #include <fcntl.h>
