@@ -1,1 +1,340 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * toolsd: start-up and the event loop.
+ *
+ * User mode (this file's only mode so far): started by a user or by
+ * `systemd --user`, toolsd is one process running as that user, serving
+ * only that user's connections. It takes the listening socket from systemd
+ * (socket activation) or binds it itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "config-paths.h"
+#include "daemon.h"
+#include "io.toolsd.varlink.h"
+#include "log.h"
+#include "org.varlink.service.varlink.h"
+#include "sandbox.h"
+
+struct options {
+        const char *listen;
+        const char *config;
+        bool check_config;
+};
+
+static void usage(void) {
+        printf("Usage: toolsd [OPTIONS]\n\n"
+               "Sandboxed tool execution for AI agents, over Varlink.\n\n"
+               "  --listen PATH      bind this socket (default: from systemd, else\n"
+               "                     $XDG_RUNTIME_DIR/toolsd/io.toolsd, /run/toolsd/io.toolsd for root)\n"
+               "  --config FILE      read this configuration file\n"
+               "  --check-config     parse the configuration and profiles, then exit\n"
+               "  --version          print the version\n"
+               "  -h, --help         this text\n");
+}
+
+static int parse_args(int argc, char *argv[], struct options *o) {
+        static const struct option opts[] = {
+                { "listen", required_argument, NULL, 'l' },
+                { "config", required_argument, NULL, 'c' },
+                { "check-config", no_argument, NULL, 'C' },
+                { "version", no_argument, NULL, 'V' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0)
+                switch (c) {
+                case 'l':
+                        o->listen = optarg;
+                        break;
+                case 'c':
+                        o->config = optarg;
+                        break;
+                case 'C':
+                        o->check_config = true;
+                        break;
+                case 'V':
+                        printf("toolsd %s\n", TOOLSD_VERSION);
+                        exit(EXIT_SUCCESS);
+                case 'h':
+                        usage();
+                        exit(EXIT_SUCCESS);
+                default:
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "toolsd: unexpected argument '%s'\n", argv[optind]);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static char *default_path(const char *fmt_user, const char *system, const char *xdg) {
+        char buf[4096];
+        const char *base = getenv(xdg);
+
+        if (geteuid() == 0)
+                return strdup(system);
+        if (base && base[0] == '/')
+                (void) snprintf(buf, sizeof buf, "%s/%s", base, fmt_user);
+        else if (strcmp(xdg, "XDG_CONFIG_HOME") == 0 && getenv("HOME"))
+                (void) snprintf(buf, sizeof buf, "%s/.config/%s", getenv("HOME"), fmt_user);
+        else
+                (void) snprintf(buf, sizeof buf, "/run/user/%u/%s", (unsigned) geteuid(), fmt_user);
+        return strdup(buf);
+}
+
+static int load_config(struct server *s, const struct options *o, struct toolsd_config *cfg) {
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        r = config_init_defaults(cfg);
+        if (r < 0)
+                return log_error_errno(r, "Cannot initialise the configuration: %m");
+        char *path = o->config ? strdup(o->config)
+                               : default_path("toolsd/toolsd.conf", TOOLSD_SYSCONFDIR "/toolsd.conf",
+                                              "XDG_CONFIG_HOME");
+        if (!path)
+                return log_error_errno(ENOMEM, "Out of memory");
+        s->config_path = path;
+        r = config_load_file(cfg, path, o->config != NULL, &err);
+        if (r < 0)
+                return log_error_errno(r, "Bad configuration: %s", err ? err : strerror(-r));
+        config_apply_environment(cfg, getenv("MODULATIO_REQUIRE_SANDBOX"));
+        r = config_validate(cfg, &err);
+        if (r < 0)
+                return log_error_errno(r, "Bad configuration: %s", err ? err : strerror(-r));
+
+        r = profile_set_load_dir(cfg->profiles_dir, &s->profiles, &err);
+        if (r < 0)
+                return log_error_errno(r, "Bad profiles in %s: %s", cfg->profiles_dir, err ? err : strerror(-r));
+        if (!profile_set_find(s->profiles, "passive"))
+                return log_error_errno(EINVAL, "No 'passive' profile in %s: the default profile must exist",
+                                       cfg->profiles_dir);
+
+        r = idl_parse(io_toolsd_varlink, &s->idl, &err);
+        if (r >= 0)
+                r = idl_parse(org_varlink_service_varlink, &s->idl_service, &err);
+        if (r < 0)
+                return log_error_errno(r, "The built-in interface definition does not parse: %s", err);
+        return 0;
+}
+
+/* Runs `bwrap --version` and a minimal sandbox, the way calls will, so a
+ * broken sandbox is known before the first session asks for it. */
+static void probe_sandbox(struct server *s) {
+        const char *bwrap = s->config->bwrap_path;
+        char buf[128] = "";
+
+        _cleanup_fclose_ FILE *f = NULL;
+        if (access(bwrap, X_OK) < 0) {
+                (void) snprintf(s->sandbox_detail, sizeof s->sandbox_detail, "%s: %s", bwrap, strerror(errno));
+                return;
+        }
+        char cmd[4200];
+        (void) snprintf(cmd, sizeof cmd, "'%s' --version 2>/dev/null", bwrap);
+        if (!strchr(bwrap, '\'') && (f = popen(cmd, "re")) && fgets(buf, sizeof buf, f)) {
+                buf[strcspn(buf, "\n")] = '\0';
+                (void) snprintf(s->bwrap_version, sizeof s->bwrap_version, "%s", buf);
+        }
+        if (f) {
+                (void) pclose(f);
+                f = NULL;
+        }
+
+        const char *argv[] = { "/usr/bin/true", NULL };
+        const char *envp[] = { "PATH=/usr/bin", NULL };
+        char dir[] = "/tmp/toolsd-probe-XXXXXX";
+        if (!mkdtemp(dir)) {
+                (void) snprintf(s->sandbox_detail, sizeof s->sandbox_detail, "cannot make a probe directory: %s",
+                                strerror(errno));
+                return;
+        }
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) {
+                (void) rmdir(dir);
+                return;
+        }
+        struct sandbox_manifest m = {
+                .bwrap_path = bwrap,
+                .root_path = dir,
+                .root_fd = 3,
+                .tool_calls_fd = -1,
+                .envp = envp,
+                .argv = argv,
+                .json_status_fd = -1,
+                .seccomp_fd = -1,
+        };
+        _cleanup_strv_free_ char **bargv = NULL;
+        int r = sandbox_argv_build(&m, &bargv);
+        if (r < 0) {
+                (void) snprintf(s->sandbox_detail, sizeof s->sandbox_detail, "cannot build the probe: %s",
+                                strerror(-r));
+                return;
+        }
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return;
+        pid_t pid = fork();
+        if (pid == 0) {
+                (void) dup2(p[1], STDERR_FILENO);
+                (void) dup2(p[1], STDOUT_FILENO);
+                /* dup2() onto itself would keep close-on-exec. */
+                if (dfd == 3)
+                        (void) fcntl(3, F_SETFD, 0);
+                else
+                        (void) dup2(dfd, 3);
+                execv(bargv[0], bargv);
+                _exit(127);
+        }
+        close(p[1]);
+        char err[200] = "";
+        size_t got = 0;
+        for (ssize_t n; pid > 0 && got < sizeof err - 1; got += (size_t) n)
+                if ((n = read(p[0], err + got, sizeof err - 1 - got)) <= 0)
+                        break;
+        err[got] = '\0';
+        for (char *q = err; *q; q++)
+                if (*q == '\n')
+                        *q = ' ';
+        close(p[0]);
+        int st = 0;
+        pid_t waited = pid > 0 ? waitpid(pid, &st, 0) : -1;
+        (void) rmdir(dir); /* bwrap binds the fd's path: remove it only now */
+        if (waited < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                (void) snprintf(s->sandbox_detail, sizeof s->sandbox_detail, "bwrap probe failed: %s",
+                                err[0] ? err : "no output");
+                return;
+        }
+        s->sandbox_available = true;
+        (void) snprintf(s->sandbox_detail, sizeof s->sandbox_detail, "bwrap sandbox works (%s)",
+                        s->bwrap_version[0] ? s->bwrap_version : "bubblewrap");
+}
+
+static void notify_status(struct server *s) {
+        (void) sd_notifyf(false, "STATUS=%u sessions, %u running calls, %u connections", s->n_sessions, s->n_calls,
+                          s->n_conns);
+}
+
+static void on_signal(uv_signal_t *h, int sig) {
+        struct server *s = h->data;
+
+        if (sig == SIGCHLD) {
+                supervisor_on_sigchld(s);
+                if (s->shutting_down && s->n_calls == 0) {
+                        uv_close((uv_handle_t *) &s->sig_chld, NULL);
+                }
+                return;
+        }
+        log_info("received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        (void) sd_notify(false, "STOPPING=1");
+        server_shutdown(s);
+        uv_close((uv_handle_t *) &s->sig_term, NULL);
+        uv_close((uv_handle_t *) &s->sig_int, NULL);
+        uv_close((uv_handle_t *) &s->idle_timer, NULL);
+        if (s->n_calls == 0)
+                uv_close((uv_handle_t *) &s->sig_chld, NULL);
+}
+
+static void on_idle_timer(uv_timer_t *t) {
+        struct server *s = t->data;
+        session_expire_idle(s, now_usec());
+        notify_status(s);
+}
+
+static int listen_socket(struct server *s, const struct options *o) {
+        int n = sd_listen_fds(true);
+
+        if (n < 0)
+                return log_error_errno(n, "Cannot read the sockets passed by systemd: %m");
+        if (n > 1)
+                return log_error_errno(EINVAL, "Expected one socket from systemd, got %d", n);
+        if (n == 1) {
+                if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) <= 0)
+                        return log_error_errno(EINVAL, "The socket passed by systemd is not a listening Unix stream socket");
+                return server_listen(s, NULL);
+        }
+
+        _cleanup_free_ char *path = o->listen ? strdup(o->listen)
+                                   : s->config->listen_path ? strdup(s->config->listen_path)
+                                   : default_path("toolsd/io.toolsd", "/run/toolsd/io.toolsd", "XDG_RUNTIME_DIR");
+        if (!path)
+                return log_error_errno(ENOMEM, "Out of memory");
+        return server_listen(s, path);
+}
+
+int main(int argc, char *argv[]) {
+        struct options o = {};
+        struct toolsd_config cfg = {};
+        struct server s = { .mode = "user", .uid = geteuid() };
+        int r;
+
+        log_open("toolsd");
+        if (parse_args(argc, argv, &o) < 0)
+                return 2;
+        (void) signal(SIGPIPE, SIG_IGN);
+        umask(0077);
+
+        s.config = &cfg;
+        if (load_config(&s, &o, &cfg) < 0)
+                return EXIT_FAILURE;
+        if (o.check_config) {
+                printf("configuration and profiles are valid\n");
+                return EXIT_SUCCESS;
+        }
+        probe_sandbox(&s);
+        log_info("%s", s.sandbox_detail);
+        if (!s.sandbox_available && cfg.require_sandbox == REQUIRE_SANDBOX_YES)
+                log_warning("RequireSandbox=yes and the sandbox does not work: every OpenSession will be refused");
+
+        s.loop = uv_default_loop();
+        s.start_usec = now_usec();
+        if (session_table_init(&s) < 0 || supervisor_init(&s) < 0)
+                return log_error_errno(errno, "Cannot start: %m"), EXIT_FAILURE;
+
+        uv_signal_init(s.loop, &s.sig_term);
+        uv_signal_init(s.loop, &s.sig_int);
+        uv_signal_init(s.loop, &s.sig_chld);
+        s.sig_term.data = s.sig_int.data = s.sig_chld.data = &s;
+        uv_signal_start(&s.sig_term, on_signal, SIGTERM);
+        uv_signal_start(&s.sig_int, on_signal, SIGINT);
+        uv_signal_start(&s.sig_chld, on_signal, SIGCHLD);
+        uv_timer_init(s.loop, &s.idle_timer);
+        s.idle_timer.data = &s;
+        uint64_t every = MIN(60000u, MAX(1000u, cfg.session_idle_timeout_sec * 250u));
+        uv_timer_start(&s.idle_timer, on_idle_timer, every, every);
+
+        if (listen_socket(&s, &o) < 0)
+                return EXIT_FAILURE;
+
+        (void) sd_notify(false, "READY=1");
+        notify_status(&s);
+        r = uv_run(s.loop, UV_RUN_DEFAULT);
+
+        session_table_done(&s);
+        r = uv_loop_close(s.loop);
+        if (r < 0)
+                log_warning("event loop closed with handles open: %s", uv_strerror(r));
+        profile_set_free(s.profiles);
+        idl_free(s.idl);
+        idl_free(s.idl_service);
+        config_done(&cfg);
+        free((char *) s.config_path);
+        free(s.uids);
+        free(s.bound_path);
+        log_info("stopped");
+        return EXIT_SUCCESS;
+}

@@ -62,8 +62,9 @@ struct env_pair {
  * already in base, and the names listed in pass (the skill's pass_env).
  * A listed name that is secret-shaped or invalid is dropped and reported in
  * *ret_dropped (NULL-terminated, possibly empty); a listed name the client
- * did not set is simply absent. Values longer than POLICY_COMMAND_MAX or
- * holding a newline are kept (a value may hold anything but NUL). *ret_envp
+ * did not set is simply absent. A value longer than POLICY_COMMAND_MAX drops
+ * its name (reported); a newline in a value is kept (a value may hold
+ * anything but NUL). *ret_envp
  * is a NULL-terminated "NAME=value" vector with no duplicate names. */
 int policy_env_build(const struct env_pair *base, size_t n_base,
                      const char *const *pass, size_t n_pass,

@@ -1,1 +1,440 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The supervisor: starts a call's process (bwrap, or the exec shim when
+ * unsandboxed) in its own process group, reads its output without blocking
+ * the loop, enforces the wall-clock limit and the output cap, and kills the
+ * whole group on timeout, cancel, hang-up or shutdown.
+ *
+ * Runs in the broker as the serving uid. The broker is a child subreaper, so
+ * a process that leaves its group (setsid, double fork) is reparented here
+ * and killed: nothing a call started outlives its result.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+
+enum { OUT, ERR, _STREAMS };
+
+struct stream {
+        uv_pipe_t pipe;
+        struct worker *w;
+        bool open;
+        bool eof;
+        char *keep;                     /* the head of the output, for the reply */
+        size_t keep_len;
+        uint64_t total;
+        int persist_fd;
+};
+
+struct worker {
+        struct server *server;
+        struct worker *next;            /* all workers of the server */
+        const struct worker_ops *ops;
+        void *userdata;
+        pid_t pid;
+        bool exited;
+        int wstatus;
+        struct rusage ru;
+        struct stream s[_STREAMS];
+        uv_timer_t timeout, grace;
+        unsigned handles_open;
+        int status_fd;
+        uint64_t result_bytes, output_cap;
+        const char *ended_by;
+        bool paused;
+        bool done;                      /* on_exit called */
+};
+
+static struct worker *workers;
+
+static const char *const stream_names[_STREAMS] = { "stdout", "stderr" };
+
+static void worker_maybe_done(struct worker *w);
+
+static void worker_free(struct worker *w) {
+        for (struct worker **p = &workers; *p; p = &(*p)->next)
+                if (*p == w) {
+                        *p = w->next;
+                        break;
+                }
+        for (int i = 0; i < _STREAMS; i++) {
+                free(w->s[i].keep);
+                closep(&w->s[i].persist_fd);
+        }
+        closep(&w->status_fd);
+        free(w);
+}
+
+static void worker_on_handle_close(uv_handle_t *h) {
+        struct worker *w = h->data;
+        if (--w->handles_open == 0)
+                worker_free(w);
+}
+
+static void worker_close_handle(struct worker *w, uv_handle_t *h) {
+        if (!uv_is_closing(h))
+                uv_close(h, worker_on_handle_close);
+}
+
+static void stream_close(struct stream *st) {
+        if (!st->open)
+                return;
+        st->open = false;
+        worker_close_handle(st->w, (uv_handle_t *) &st->pipe);
+}
+
+static void kill_group(struct worker *w, int sig) {
+        if (w->pid > 0)
+                (void) kill(-w->pid, sig);
+}
+
+/* Kills processes reparented to us that are no worker's: whatever left its
+ * group (setsid, double fork) while its call ran. */
+static void kill_orphans(void) {
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *de;
+
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                char path[300], buf[4096];
+                if (de->d_name[0] == '.')
+                        continue;
+                (void) snprintf(path, sizeof path, "/proc/self/task/%s/children", de->d_name);
+                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+                ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+                if (n <= 0)
+                        continue;
+                buf[n] = '\0';
+                for (char *p = buf, *end; *p; p = end) {
+                        long pid = strtol(p, &end, 10);
+                        if (end == p)
+                                break;
+                        bool ours = false;
+                        for (struct worker *w = workers; w && !ours; w = w->next)
+                                ours = w->pid == pid;
+                        if (!ours && pid > 1)
+                                (void) kill((pid_t) pid, SIGKILL);
+                }
+        }
+        closedir(d);
+}
+
+static void worker_on_grace(uv_timer_t *t) {
+        struct worker *w = t->data;
+        kill_group(w, SIGKILL);
+}
+
+void worker_kill(struct worker *w, const char *ended_by) {
+        if (w->done)
+                return;
+        if (!w->ended_by)
+                w->ended_by = ended_by;
+        if (w->exited)
+                return;
+        kill_group(w, SIGTERM);
+        uint32_t grace = w->server->config->kill_grace_ms;
+        if (grace == 0)
+                kill_group(w, SIGKILL);
+        else
+                (void) uv_timer_start(&w->grace, worker_on_grace, grace, 0);
+}
+
+static void worker_on_timeout(uv_timer_t *t) {
+        worker_kill(t->data, "timeout");
+}
+
+static void stream_persist(struct stream *st, const char *data, size_t n) {
+        if (st->persist_fd < 0)
+                return;
+        while (n > 0) {
+                ssize_t k = write(st->persist_fd, data, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        /* A full disk loses the raw copy, not the call. */
+                        closep(&st->persist_fd);
+                        return;
+                }
+                data += k;
+                n -= (size_t) k;
+        }
+}
+
+static void stream_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+        static char chunk[64 * 1024];
+        *buf = uv_buf_init(chunk, sizeof chunk);
+}
+
+static void stream_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+        struct stream *st = s->data;
+        struct worker *w = st->w;
+
+        if (nread == 0)
+                return;
+        if (nread < 0) {
+                st->eof = true;
+                stream_close(st);
+                return worker_maybe_done(w);
+        }
+
+        size_t n = (size_t) nread;
+        st->total += n;
+        stream_persist(st, buf->base, n);
+        if (st->keep_len < w->result_bytes) {
+                size_t take = MIN(n, w->result_bytes - st->keep_len);
+                memcpy(st->keep + st->keep_len, buf->base, take);
+                st->keep_len += take;
+        }
+        if (w->ops->on_output)
+                w->ops->on_output(w->userdata, stream_names[st - w->s], buf->base, n);
+        if (w->s[OUT].total + w->s[ERR].total > w->output_cap)
+                worker_kill(w, "limit");
+}
+
+void worker_pause(struct worker *w, bool pause) {
+        if (w->paused == pause || w->done)
+                return;
+        w->paused = pause;
+        for (int i = 0; i < _STREAMS; i++) {
+                if (!w->s[i].open)
+                        continue;
+                if (pause)
+                        (void) uv_read_stop((uv_stream_t *) &w->s[i].pipe);
+                else
+                        (void) uv_read_start((uv_stream_t *) &w->s[i].pipe, stream_on_alloc, stream_on_read);
+        }
+}
+
+/* The shim says "ready\n" when the sandbox is set up and, if execve()
+ * fails, "exec ERRNO\n"; its fd is close-on-exec, so a successful exec
+ * says nothing more. Silence means bwrap failed before the shim ran. */
+static void read_status(struct worker *w, struct worker_result *r) {
+        char buf[256];
+        ssize_t n = w->status_fd >= 0 ? read(w->status_fd, buf, sizeof buf - 1) : -1;
+
+        if (w->status_fd < 0)
+                return;
+        if (n < 0)
+                n = 0;
+        buf[n] = '\0';
+        if (!strstr(buf, "ready\n")) {
+                r->setup_failed = true;
+                return;
+        }
+        const char *e = strstr(buf, "exec ");
+        if (e) {
+                int err = atoi(e + 5);
+                r->exec_failed = err == ENOENT || err == ENOTDIR;
+                if (!r->exec_failed)
+                        (void) snprintf(r->setup_error, sizeof r->setup_error, "cannot execute: %s",
+                                        strerror(err));
+        }
+}
+
+static void worker_maybe_done(struct worker *w) {
+        struct worker_result r = { .exit_code = -1, .child_pid = -1 };
+
+        if (w->done || !w->exited || w->s[OUT].open || w->s[ERR].open)
+                return;
+        w->done = true;
+
+        if (WIFEXITED(w->wstatus))
+                r.exit_code = WEXITSTATUS(w->wstatus);
+        else if (WIFSIGNALED(w->wstatus))
+                r.signal = WTERMSIG(w->wstatus);
+        r.ended_by = w->ended_by;
+        r.out = w->s[OUT].keep;
+        r.out_len = w->s[OUT].keep_len;
+        r.err = w->s[ERR].keep;
+        r.err_len = w->s[ERR].keep_len;
+        if (r.out)
+                r.out[r.out_len] = '\0';
+        if (r.err)
+                r.err[r.err_len] = '\0';
+        r.out_total = w->s[OUT].total;
+        r.err_total = w->s[ERR].total;
+        r.truncated = r.out_total > r.out_len || r.err_total > r.err_len;
+        r.cpu_ms = (uint64_t) (w->ru.ru_utime.tv_sec + w->ru.ru_stime.tv_sec) * 1000u +
+                   (uint64_t) (w->ru.ru_utime.tv_usec + w->ru.ru_stime.tv_usec) / 1000u;
+        r.max_rss_kb = (uint64_t) w->ru.ru_maxrss;
+        read_status(w, &r);
+
+        w->ops->on_exit(w->userdata, &r);
+
+        uv_timer_stop(&w->timeout);
+        uv_timer_stop(&w->grace);
+        worker_close_handle(w, (uv_handle_t *) &w->timeout);
+        worker_close_handle(w, (uv_handle_t *) &w->grace);
+}
+
+static void worker_on_exit(struct worker *w, int wstatus, const struct rusage *ru) {
+        w->exited = true;
+        w->wstatus = wstatus;
+        w->ru = *ru;
+        /* Whatever the command left in its group goes with it. */
+        kill_group(w, SIGKILL);
+        uv_timer_stop(&w->timeout);
+        uv_timer_stop(&w->grace);
+        worker_maybe_done(w);
+}
+
+void supervisor_on_sigchld(struct server *s) {
+        for (;;) {
+                struct rusage ru;
+                int wstatus;
+                pid_t pid = wait4(-1, &wstatus, WNOHANG, &ru);
+                if (pid <= 0)
+                        break;
+                for (struct worker *w = workers; w; w = w->next)
+                        if (w->pid == pid && !w->exited) {
+                                worker_on_exit(w, wstatus, &ru);
+                                break;
+                        }
+        }
+        kill_orphans();
+}
+
+/* In the child, between fork and exec: async-signal-safe calls only. */
+_noreturn_ static void child_exec(const struct worker_spec *spec, int out, int err, int status_w) {
+        sigset_t all;
+        int hi[16];
+        size_t n = MIN(spec->n_pass_fds, ELEMENTSOF(hi) - 1);
+
+        (void) setpgid(0, 0);
+        /* The broker's death ends the call too. */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (int sig = 1; sig < NSIG; sig++)
+                (void) signal(sig, SIG_DFL);
+        sigemptyset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, NULL);
+
+        if (spec->cwd_fd >= 0 && fchdir(spec->cwd_fd) < 0)
+                _exit(126);
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+                _exit(126);
+        /* Move the fds to pass out of the way first, then to 3, 4, ... */
+        for (size_t i = 0; i < n; i++)
+                if ((hi[i] = fcntl(spec->pass_fds[i], F_DUPFD_CLOEXEC, 64)) < 0)
+                        _exit(126);
+        hi[n] = status_w >= 0 ? fcntl(status_w, F_DUPFD_CLOEXEC, 64) : -1;
+        for (size_t i = 0; i < n; i++)
+                if (dup2(hi[i], 3 + (int) i) < 0)
+                        _exit(126);
+        if (hi[n] >= 0 && dup2(hi[n], 3 + (int) n) < 0)
+                _exit(126);
+        (void) syscall(SYS_close_range, 3 + n + (hi[n] >= 0 ? 1 : 0), ~0U, 0);
+        execve(spec->argv[0], spec->argv, spec->envp);
+        _exit(127);
+}
+
+static int stream_open(struct worker *w, struct stream *st, int fd, const struct worker_spec *spec,
+                       const char *suffix) {
+        st->w = w;
+        st->persist_fd = -1;
+        st->keep = malloc(w->result_bytes + 1);
+        if (!st->keep)
+                return -ENOMEM;
+        if (spec->persist_dirfd >= 0 && spec->persist_name) {
+                char name[128];
+                (void) snprintf(name, sizeof name, "%s.%s", spec->persist_name, suffix);
+                st->persist_fd = openat(spec->persist_dirfd, name,
+                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        }
+        int r = uv_pipe_init(w->server->loop, &st->pipe, 0);
+        if (r < 0)
+                return r;
+        st->pipe.data = st;
+        w->handles_open++;
+        st->open = true;
+        r = uv_pipe_open(&st->pipe, fd);
+        if (r < 0)
+                return r;
+        return uv_read_start((uv_stream_t *) &st->pipe, stream_on_alloc, stream_on_read);
+}
+
+int worker_start(struct server *s, const struct worker_spec *spec, const struct worker_ops *ops, void *userdata,
+                 struct worker **ret) {
+        int out[2] = { -1, -1 }, err[2] = { -1, -1 }, st[2] = { -1, -1 };
+        int r;
+
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
+                r = -errno;
+                goto fail;
+        }
+
+        pid_t pid = fork();
+        if (pid < 0) {
+                r = -errno;
+                goto fail;
+        }
+        if (pid == 0)
+                child_exec(spec, out[1], err[1], st[1]);
+        /* Both sides set the group, so a kill right after fork reaches it. */
+        (void) setpgid(pid, pid);
+        closep(&out[1]);
+        closep(&err[1]);
+        closep(&st[1]);
+
+        struct worker *w = calloc(1, sizeof *w);
+        if (!w) {
+                (void) kill(-pid, SIGKILL);
+                r = -ENOMEM;
+                goto fail;
+        }
+        w->server = s;
+        w->ops = ops;
+        w->userdata = userdata;
+        w->pid = pid;
+        w->status_fd = TAKE_FD(st[0]);
+        (void) fcntl(w->status_fd, F_SETFL, O_NONBLOCK);
+        w->result_bytes = spec->result_bytes;
+        w->output_cap = spec->limits.output_bytes;
+        w->next = workers;
+        workers = w;
+
+        (void) uv_timer_init(s->loop, &w->timeout);
+        (void) uv_timer_init(s->loop, &w->grace);
+        w->timeout.data = w->grace.data = w;
+        w->handles_open += 2;
+        (void) uv_timer_start(&w->timeout, worker_on_timeout, spec->limits.timeout_ms, 0);
+
+        r = stream_open(w, &w->s[OUT], TAKE_FD(out[0]), spec, "stdout");
+        if (r >= 0)
+                r = stream_open(w, &w->s[ERR], TAKE_FD(err[0]), spec, "stderr");
+        if (r < 0) {
+                /* The process runs; kill it and let the normal path end it. */
+                log_error("cannot read the output of pid %d: %s", (int) pid, uv_strerror(r));
+                worker_kill(w, "cancelled");
+        }
+        *ret = w;
+        return 0;
+
+fail:
+        for (int i = 0; i < 2; i++) {
+                closep(&out[i]);
+                closep(&err[i]);
+                closep(&st[i]);
+        }
+        return r;
+}
+
+int supervisor_init(struct server *s) {
+        /* Orphans of our calls come to us, not to init. */
+        if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+                return -errno;
+        return 0;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * toolsd-exec: the last step before a tool's command runs. bwrap runs it
+ * inside the sandbox (or the supervisor runs it directly when unsandboxed);
+ * it runs as the peer's uid with no capabilities and applies, in order, the
+ * resource limits and then execve() of the command.
+ *
+ * It reports on a status fd so the broker never guesses from exit codes:
+ * "ready\n" once the limits are set, and "exec ERRNO\n" if execve() fails.
+ * The fd is close-on-exec: a command that runs says nothing more, so its own
+ * exit 127 is never mistaken for "not installed".
+ *
+ *   toolsd-exec [--status-fd N] [--rlimit NAME=VALUE]... -- COMMAND [ARG]...
+ *
+ * NAME is cpu, as, fsize, nproc or nofile; core dumps are always off.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static int status_fd = -1;
+
+static void status(const char *what, int err) {
+        char buf[64];
+        int n = err ? snprintf(buf, sizeof buf, "%s %d\n", what, err) : snprintf(buf, sizeof buf, "%s\n", what);
+        if (status_fd >= 0 && n > 0)
+                (void) !write(status_fd, buf, (size_t) n);
+}
+
+static int parse_u64(const char *s, unsigned long long *ret) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || end == s || *end || s[0] == '-')
+                return -1;
+        *ret = v;
+        return 0;
+}
+
+static int set_rlimit(const char *spec) {
+        static const struct {
+                const char *name;
+                int resource;
+        } map[] = {
+                { "cpu", RLIMIT_CPU }, { "as", RLIMIT_AS }, { "fsize", RLIMIT_FSIZE },
+                { "nproc", RLIMIT_NPROC }, { "nofile", RLIMIT_NOFILE },
+        };
+        const char *eq = strchr(spec, '=');
+        unsigned long long v;
+
+        if (!eq || parse_u64(eq + 1, &v) < 0)
+                return -1;
+        for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+                if (strlen(map[i].name) == (size_t) (eq - spec) && strncmp(spec, map[i].name, (size_t) (eq - spec)) == 0) {
+                        struct rlimit rl = { .rlim_cur = v, .rlim_max = v };
+                        return setrlimit(map[i].resource, &rl);
+                }
+        return -1;
+}
+
+/* Like execvp() but never falls back to running the file with /bin/sh
+ * (glibc does for ENOEXEC): nothing runs through a shell by accident. */
+static int exec_path(char *const argv[]) {
+        extern char **environ;
+        const char *path = getenv("PATH");
+        char buf[4096];
+        int err = ENOENT;
+
+        if (strchr(argv[0], '/')) {
+                execve(argv[0], argv, environ);
+                return errno;
+        }
+        if (!path || !*path)
+                path = "/usr/bin:/bin";
+        for (const char *p = path; *p;) {
+                size_t n = strcspn(p, ":");
+                if (n > 0 && n + strlen(argv[0]) + 2 <= sizeof buf) {
+                        memcpy(buf, p, n);
+                        buf[n] = '/';
+                        strcpy(buf + n + 1, argv[0]);
+                        execve(buf, argv, environ);
+                        if (errno != ENOENT && errno != ENOTDIR)
+                                err = errno;
+                }
+                p += n;
+                if (*p == ':')
+                        p++;
+        }
+        return err;
+}
+
+int main(int argc, char *argv[]) {
+        int i = 1;
+        struct rlimit zero = { 0, 0 };
+
+        for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+                if (strcmp(argv[i], "--status-fd") == 0 && i + 1 < argc) {
+                        status_fd = atoi(argv[++i]);
+                        if (fcntl(status_fd, F_SETFD, FD_CLOEXEC) < 0)
+                                status_fd = -1;
+                } else if (strcmp(argv[i], "--rlimit") == 0 && i + 1 < argc) {
+                        if (set_rlimit(argv[++i]) < 0) {
+                                fprintf(stderr, "toolsd-exec: cannot set limit %s: %s\n", argv[i], strerror(errno));
+                                return 126;
+                        }
+                } else {
+                        fprintf(stderr, "toolsd-exec: unknown argument %s\n", argv[i]);
+                        return 126;
+                }
+        }
+        if (i + 1 >= argc) {
+                fprintf(stderr, "toolsd-exec: no command\n");
+                return 126;
+        }
+        if (setrlimit(RLIMIT_CORE, &zero) < 0)
+                return 126;
+
+        status("ready", 0);
+        int e = exec_path(argv + i + 1);
+        status("exec", e);
+        fprintf(stderr, "toolsd-exec: %s: %s\n", argv[i + 1], strerror(e));
+        return e == ENOENT ? 127 : 126;
+}

@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * run_shell: a command, split without a shell, matched against the session's
+ * profile, its file arguments checked beneath the artifacts root, then run in
+ * the bwrap sandbox (or, where the sandbox is unavailable and the server
+ * allows it, as a plain process with every other layer) under the
+ * supervisor.
+ *
+ * Runs in the broker as the serving uid. Everything in the arguments is the
+ * model's: it is refused here with a result the model can read and act on.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config-paths.h"
+#include "daemon.h"
+#include "log.h"
+#include "sandbox.h"
+
+#define TEXT_MAX (64u * 1024u)
+
+int run_shell_spec(const struct server *s, const struct session *sess, struct json_object **ret);
+int run_shell_start(struct call *c);
+void run_shell_cancel(struct call *c, const char *outcome);
+
+static void jadd(struct json_object *o, const char *key, struct json_object *v) {
+        (void) json_object_object_add(o, key, v);
+}
+
+int run_shell_spec(const struct server *s, const struct session *sess, struct json_object **ret) {
+        const char *const *shapes = profile_shapes(sess->profile);
+        const char *name = profile_name(sess->profile);
+        size_t len = 0, cap = 8192;
+        _cleanup_free_ char *desc = malloc(cap);
+
+        if (!desc)
+                return -ENOMEM;
+        len = (size_t) snprintf(desc, cap,
+                                "Run one command in a sandbox%s and return its exit code, stdout and stderr. "
+                                "The command is split like a POSIX shell splits words (quotes and backslashes "
+                                "work) but is never run by a shell: no pipes, redirections, globs, variables "
+                                "or command substitution. Files must be under the artifacts root (%s), which "
+                                "is the working directory. Profile '%s' allows only these command shapes:",
+                                sess->network ? "" : " without network access", sess->root_path, name);
+        for (size_t i = 0; shapes && shapes[i] && len < cap - 256; i++)
+                len += (size_t) snprintf(desc + len, cap - len, "%s %s", i ? ";" : "", shapes[i]);
+        if (strcmp(name, "passive") == 0 && len < cap - 256)
+                (void) snprintf(desc + len, cap - len,
+                                ". Commands that run code at import or top level (python3 FILE, python3 -c, "
+                                "python3 -m MODULE, node FILE, ruby FILE) are not passive and are refused.");
+
+        struct json_object *spec = json_object_new_object();
+        jadd(spec, "name", json_object_new_string("run_shell"));
+        jadd(spec, "description", json_object_new_string(desc));
+        struct json_object *params = json_tokener_parse(
+                "{\"type\":\"object\",\"properties\":{"
+                "\"command\":{\"type\":\"string\",\"description\":\"The command line, e.g. "
+                "\\\"python3 -m py_compile app.py\\\".\"},"
+                "\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+                "\"description\":\"The command as a list of words, instead of command.\"}},"
+                "\"additionalProperties\":false}");
+        if (!params) {
+                json_object_put(spec);
+                return -ENOMEM;
+        }
+        jadd(spec, "parameters", params);
+        *ret = spec;
+        return 0;
+}
+
+/* ---- arguments → argv ---- */
+
+static int args_to_argv(struct call *c, char ***ret_argv, char *why, size_t why_len) {
+        struct json_object *cmd = NULL, *av = NULL;
+        bool has_cmd = json_object_object_get_ex(c->args, "command", &cmd);
+        bool has_av = json_object_object_get_ex(c->args, "argv", &av);
+        const char *err = NULL;
+
+        json_object_object_foreach(c->args, k, val) {
+                (void) val;
+                if (strcmp(k, "command") != 0 && strcmp(k, "argv") != 0) {
+                        (void) snprintf(why, why_len, "unknown argument '%.64s': run_shell takes command or argv", k);
+                        return -EINVAL;
+                }
+        }
+        if (has_cmd == has_av) {
+                (void) snprintf(why, why_len, "give exactly one of command (a string) or argv (a list of strings)");
+                return -EINVAL;
+        }
+        if (has_cmd) {
+                if (!json_object_is_type(cmd, json_type_string)) {
+                        (void) snprintf(why, why_len, "command must be a string");
+                        return -EINVAL;
+                }
+                if (policy_argv_split_n(json_object_get_string(cmd), (size_t) json_object_get_string_len(cmd),
+                                        ret_argv, &err) < 0) {
+                        (void) snprintf(why, why_len, "cannot split command: %s", err ? err : "invalid");
+                        return -EINVAL;
+                }
+                return 0;
+        }
+
+        if (!json_object_is_type(av, json_type_array) || json_object_array_length(av) == 0 ||
+            json_object_array_length(av) > POLICY_ARGV_MAX) {
+                (void) snprintf(why, why_len, "argv must be a list of 1 to %d strings", POLICY_ARGV_MAX);
+                return -EINVAL;
+        }
+        size_t n = json_object_array_length(av);
+        _cleanup_strv_free_ char **v = calloc(n + 1, sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *w = json_object_array_get_idx(av, i);
+                if (!json_object_is_type(w, json_type_string) ||
+                    strlen(json_object_get_string(w)) != (size_t) json_object_get_string_len(w) ||
+                    (size_t) json_object_get_string_len(w) > POLICY_COMMAND_MAX) {
+                        (void) snprintf(why, why_len, "argv[%zu] must be a string without NUL bytes", i);
+                        return -EINVAL;
+                }
+                if (!(v[i] = strdup(json_object_get_string(w))))
+                        return -ENOMEM;
+        }
+        *ret_argv = TAKE_PTR(v);
+        return 0;
+}
+
+/* Programs are looked up where the sandbox will look: PATH over the
+ * read-only /usr the sandbox shares with the host. */
+static bool program_exists(const char *name) {
+        static const char *const dirs[] = { "/usr/local/bin/", "/usr/bin/", "/bin/" };
+        char buf[4096];
+
+        if (strchr(name, '/'))
+                return true; /* the shim reports it */
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                if (strlen(dirs[i]) + strlen(name) >= sizeof buf)
+                        continue;
+                (void) snprintf(buf, sizeof buf, "%s%s", dirs[i], name);
+                if (access(buf, X_OK) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* ---- results ---- */
+
+static const char *const network_programs[] = {
+        "curl", "wget", "git", "pip", "pip3", "npm", "npx", "yarn", "pnpm", "cargo",
+        "go", "ssh", "scp", "rsync", "ping", "nc", "apt", "apt-get", "gem", "bundle", "composer",
+};
+
+static bool looks_network(char *const *argv) {
+        const char *p = argv[0];
+        for (size_t i = 0; i < ELEMENTSOF(network_programs); i++)
+                if (strcmp(p, network_programs[i]) == 0)
+                        return true;
+        /* python3 -m pip install ... */
+        return argv[1] && argv[2] && strcmp(argv[1], "-m") == 0 && strcmp(argv[2], "pip") == 0;
+}
+
+struct run {
+        struct call *call;
+        char **argv;
+        char **bwrap_argv;
+};
+
+static void run_free(struct run *r) {
+        strv_free(r->argv);
+        strv_free(r->bwrap_argv);
+        free(r);
+}
+
+static char *text_of(const char *data, size_t n) {
+        char *s = NULL;
+        if (utf8_sanitize(data ? data : "", data ? n : 0, &s) < 0)
+                return NULL;
+        return s;
+}
+
+static const char *signal_name(int sig) {
+        static char buf[16];
+        const char *abbrev = sigabbrev_np(sig);
+        if (!abbrev)
+                return "SIGUNKNOWN";
+        (void) snprintf(buf, sizeof buf, "SIG%s", abbrev);
+        return buf;
+}
+
+static struct json_object *run_result(struct run *run, struct worker_result *w) {
+        struct call *c = run->call;
+        struct session *sess = c->session;
+        _cleanup_free_ char *out = text_of(w->out, w->out_len);
+        _cleanup_free_ char *err = text_of(w->err, w->err_len);
+        _cleanup_free_ char *text = malloc(TEXT_MAX);
+        const char *outcome, *reason = NULL;
+        size_t len = 0;
+
+        if (!out || !err || !text)
+                return NULL;
+
+        if (w->setup_failed) {
+                outcome = "sandbox_error";
+                reason = "setup";
+                len = (size_t) snprintf(text, TEXT_MAX, "sandbox: could not set up the sandbox: %s", err);
+        } else if (w->exec_failed) {
+                outcome = "not_installed";
+                len = (size_t) snprintf(text, TEXT_MAX, "[INFO] tool '%s' not installed", run->argv[0]);
+        } else if (w->ended_by && strcmp(w->ended_by, "timeout") == 0) {
+                outcome = "timeout";
+                len = (size_t) snprintf(text, TEXT_MAX, "sandbox: timeout after %.1f s\nstdout: %s\nstderr: %s",
+                                        c->timeout_ms / 1000.0, out, err);
+        } else if (w->ended_by && strcmp(w->ended_by, "limit") == 0) {
+                outcome = "limit";
+                reason = "output";
+                len = (size_t) snprintf(text, TEXT_MAX,
+                                        "sandbox: output limit of %llu bytes reached; the command was killed\n"
+                                        "stdout: %s\nstderr: %s",
+                                        (unsigned long long) sess->limits.output_bytes, out, err);
+        } else if (w->ended_by) {
+                outcome = "cancelled";
+                len = (size_t) snprintf(text, TEXT_MAX, "cancelled\nstdout: %s\nstderr: %s", out, err);
+        } else if (w->signal) {
+                outcome = "signal";
+                len = (size_t) snprintf(text, TEXT_MAX, "signal: %s\nstdout: %s\nstderr: %s",
+                                        signal_name(w->signal), out, err);
+        } else {
+                outcome = w->exit_code == 0 ? "ok" : "exit";
+                len = (size_t) snprintf(text, TEXT_MAX, "exit_code: %d\nstdout: %s\nstderr: %s", w->exit_code, out,
+                                        err);
+        }
+        len = MIN(len, TEXT_MAX - 1);
+        if (w->truncated && len < TEXT_MAX - 200)
+                len += (size_t) snprintf(text + len, TEXT_MAX - len,
+                                         "\n[output truncated: %llu bytes of stdout, %llu of stderr in all; "
+                                         "read_tool_result with call_id %s pages through it]",
+                                         (unsigned long long) w->out_total, (unsigned long long) w->err_total, c->id);
+        if (strcmp(outcome, "exit") == 0 && !sess->network && looks_network(run->argv) && len < TEXT_MAX - 200)
+                (void) snprintf(text + len, TEXT_MAX - len,
+                                "\n[INFO] this sandbox has no network access; a command that needs the network "
+                                "fails here and retrying will not help.");
+
+        struct json_object *r = result_new(outcome, reason, text, sess->sandboxed);
+        if (!w->setup_failed && !w->exec_failed) {
+                if (w->signal)
+                        jadd(r, "signal", json_object_new_string(signal_name(w->signal)));
+                else if (w->exit_code >= 0)
+                        jadd(r, "exit_code", json_object_new_int(w->exit_code));
+        }
+        jadd(r, "stdout", json_object_new_string(out));
+        jadd(r, "stderr", json_object_new_string(err));
+        jadd(r, "truncated", json_object_new_boolean(w->truncated));
+        jadd(r, "cpu_ms", json_object_new_int64((int64_t) w->cpu_ms));
+        jadd(r, "max_rss_kb", json_object_new_int64((int64_t) w->max_rss_kb));
+        if (sess->dropped_env && sess->dropped_env[0]) {
+                struct json_object *a = json_object_new_array();
+                for (char **d = sess->dropped_env; *d; d++)
+                        (void) json_object_array_add(a, json_object_new_string(*d));
+                jadd(r, "dropped_env", a);
+        }
+        return r;
+}
+
+static void run_on_output(void *userdata, const char *stream, const void *data, size_t n) {
+        struct run *run = userdata;
+        call_chunk(run->call, stream, data, n);
+}
+
+static void run_on_exit(void *userdata, struct worker_result *w) {
+        struct run *run = userdata;
+        struct call *c = run->call;
+        struct json_object *r = run_result(run, w);
+
+        c->worker = NULL;
+        run_free(run);
+        if (!r)
+                r = result_new("sandbox_error", "internal", "toolsd ran out of memory", c->session->sandboxed);
+        call_finish(c, r);
+}
+
+static const struct worker_ops run_ops = {
+        .on_output = run_on_output,
+        .on_exit = run_on_exit,
+};
+
+/* ---- start ---- */
+
+static const char *exec_shim_path(void) {
+        static char path[4096];
+        static bool done;
+
+        if (done)
+                return path[0] ? path : NULL;
+        done = true;
+        /* Beside our own binary (a build tree), else the installed one. */
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+        if (n > 0) {
+                path[n] = '\0';
+                char *slash = strrchr(path, '/');
+                if (slash) {
+                        strcpy(slash + 1, "toolsd-exec");
+                        if (access(path, X_OK) == 0)
+                                return path;
+                }
+        }
+        (void) snprintf(path, sizeof path, "%s/toolsd-exec", TOOLSD_LIBEXECDIR);
+        if (access(path, X_OK) == 0)
+                return path;
+        path[0] = '\0';
+        return NULL;
+}
+
+/* Fds 3, 4 and 5 in the child: root, tool_calls, and the shim's status. */
+#define CHILD_ROOT_FD 3
+#define CHILD_TOOL_CALLS_FD 4
+#define CHILD_STATUS_FD 5
+
+static int shim_args(const struct session *sess, char ***ret) {
+        const struct session_limits *l = &sess->limits;
+        char buf[6][64];
+        (void) snprintf(buf[0], sizeof buf[0], "%d", CHILD_STATUS_FD);
+        (void) snprintf(buf[1], sizeof buf[1], "cpu=%llu", (unsigned long long) l->cpu_seconds);
+        (void) snprintf(buf[2], sizeof buf[2], "as=%llu", (unsigned long long) l->memory_bytes);
+        (void) snprintf(buf[3], sizeof buf[3], "fsize=%llu", (unsigned long long) l->file_size_bytes);
+        (void) snprintf(buf[4], sizeof buf[4], "nproc=%llu", (unsigned long long) l->processes);
+        (void) snprintf(buf[5], sizeof buf[5], "nofile=%llu", (unsigned long long) l->open_files);
+        const char *v[] = { "--status-fd", buf[0], "--rlimit", buf[1], "--rlimit", buf[2], "--rlimit", buf[3],
+                            "--rlimit", buf[4], "--rlimit", buf[5], NULL };
+        char **out = calloc(ELEMENTSOF(v), sizeof *out);
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; v[i]; i++)
+                if (!(out[i] = strdup(v[i]))) {
+                        strv_free(out);
+                        return -ENOMEM;
+                }
+        *ret = out;
+        return 0;
+}
+
+/* The argv the supervisor executes: bwrap's, or the shim's directly. */
+static int build_exec_argv(struct server *s, struct session *sess, char **argv, char ***ret) {
+        const char *shim = exec_shim_path();
+        _cleanup_strv_free_ char **sargs = NULL;
+        int r;
+
+        if (!shim)
+                return -ENOENT;
+        r = shim_args(sess, &sargs);
+        if (r < 0)
+                return r;
+
+        if (sess->sandboxed) {
+                struct sandbox_manifest m = {
+                        .bwrap_path = s->config->bwrap_path,
+                        .root_path = sess->root_path,
+                        .root_fd = CHILD_ROOT_FD,
+                        .tool_calls_fd = CHILD_TOOL_CALLS_FD,
+                        .share_net = sess->network,
+                        .ro_paths = (const char *const *) s->config->ro_paths,
+                        .envp = (const char *const *) sess->envp,
+                        .argv = (const char *const *) argv,
+                        .json_status_fd = -1,
+                        .seccomp_fd = -1,
+                        .exec_shim = shim,
+                        .shim_args = (const char *const *) sargs,
+                };
+                return sandbox_argv_build(&m, ret);
+        }
+
+        size_t ns = strv_length(sargs), na = strv_length(argv);
+        char **v = calloc(ns + na + 3, sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        size_t k = 0;
+        v[k++] = strdup(shim);
+        for (size_t i = 0; i < ns; i++)
+                v[k++] = strdup(sargs[i]);
+        v[k++] = strdup("--");
+        for (size_t i = 0; i < na; i++)
+                v[k++] = strdup(argv[i]);
+        for (size_t i = 0; i < k; i++)
+                if (!v[i]) {
+                        strv_free(v);
+                        return -ENOMEM;
+                }
+        *ret = v;
+        return 0;
+}
+
+static struct json_object *check_paths(struct call *c, char **argv, const struct profile_match *m) {
+        struct session *sess = c->session;
+        char text[1024];
+
+        for (size_t i = 0; argv[i]; i++) {
+                enum path_verdict v;
+                _cleanup_free_ char *rel = NULL;
+                const char *reason = NULL;
+
+                if (!m->path_arg || !m->path_arg[i])
+                        continue;
+                int r = policy_path_check(sess->root_fd, sess->root_path, argv[i], m->path_must_exist[i], &v, &rel,
+                                          &reason);
+                if (r < 0)
+                        return result_new("sandbox_error", "internal", "toolsd could not check a path",
+                                          sess->sandboxed);
+                if (v != PATH_OK) {
+                        _cleanup_free_ char *shown = text_of(argv[i], strnlen(argv[i], 256));
+                        (void) snprintf(text, sizeof text, "path not allowed: '%s': %s", shown ? shown : "?",
+                                        reason ? reason : "refused");
+                        return result_new("refused", "path", text, sess->sandboxed);
+                }
+        }
+        return NULL;
+}
+
+int run_shell_start(struct call *c) {
+        struct server *s = c->server;
+        struct session *sess = c->session;
+        _cleanup_strv_free_ char **argv = NULL;
+        struct profile_match m = { 0 };
+        char why[512];
+        int r;
+
+        r = args_to_argv(c, &argv, why, sizeof why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                call_finish(c, result_new("refused", "arguments", why, sess->sandboxed));
+                return 0;
+        }
+
+        r = profile_match(sess->profile, argv, &m);
+        if (r < 0)
+                return r;
+        if (!m.allowed) {
+                call_finish(c, result_new("refused", "profile", m.message, sess->sandboxed));
+                profile_match_done(&m);
+                return 0;
+        }
+        struct json_object *refusal = check_paths(c, argv, &m);
+        profile_match_done(&m);
+        if (refusal) {
+                call_finish(c, refusal);
+                return 0;
+        }
+        if (!program_exists(argv[0])) {
+                char text[512];
+                _cleanup_free_ char *shown = text_of(argv[0], strnlen(argv[0], 128));
+                (void) snprintf(text, sizeof text, "[INFO] tool '%s' not installed", shown ? shown : "?");
+                call_finish(c, result_new("not_installed", NULL, text, sess->sandboxed));
+                return 0;
+        }
+
+        struct run *run = calloc(1, sizeof *run);
+        if (!run)
+                return -ENOMEM;
+        run->call = c;
+        run->argv = TAKE_PTR(argv);
+        r = build_exec_argv(s, sess, run->argv, &run->bwrap_argv);
+        if (r < 0) {
+                run_free(run);
+                call_finish(c, result_new("sandbox_error", "setup",
+                                          r == -ENOENT ? "toolsd-exec is not installed"
+                                                       : "cannot build the sandbox command line",
+                                          sess->sandboxed));
+                return 0;
+        }
+
+        int fds[] = { sess->root_fd, sess->tool_calls_fd };
+        struct worker_spec spec = {
+                .argv = run->bwrap_argv,
+                .envp = sess->sandboxed ? (char *const[]) { "PATH=/usr/bin:/bin", NULL } : sess->envp,
+                .pass_fds = fds,
+                .n_pass_fds = ELEMENTSOF(fds),
+                .cwd_fd = sess->root_fd,
+                .limits = sess->limits,
+                .result_bytes = s->config->result_output_bytes,
+                .persist_dirfd = sess->tool_calls_fd,
+                .persist_name = c->id,
+        };
+        spec.limits.timeout_ms = c->timeout_ms;
+        r = worker_start(s, &spec, &run_ops, run, &c->worker);
+        if (r < 0) {
+                run_free(run);
+                log_error_errno(r, "cannot start a worker: %m");
+                call_finish(c, result_new("sandbox_error", "spawn", "toolsd could not start the command",
+                                          sess->sandboxed));
+                return 0;
+        }
+        return 0;
+}
+
+void run_shell_cancel(struct call *c, const char *outcome) {
+        if (c->worker)
+                worker_kill(c->worker, outcome);
+}
