@@ -116,46 +116,55 @@ bool utf8_valid(const void *data, size_t n) {
         return utf8_valid_prefix(data, n, false) == n;
 }
 
+/* Walks [s, s+n) replacing what is not valid UTF-8 (and NUL) with U+FFFD;
+ * writes to out when given, and returns the output length either way. Run
+ * once to size the buffer exactly and once to fill it: cheaper than a
+ * worst-case 3n allocation, which for a large chunk means fresh pages. */
+static size_t utf8_sanitize_pass(const uint8_t *s, size_t n, char *out) {
+        size_t i = 0, o = 0;
+
+        for (;;) {
+                size_t good = utf8_valid_prefix(s + i, n - i, true);
+
+                if (out)
+                        memcpy(out + o, s + i, good);
+                o += good;
+                i += good;
+                if (i >= n)
+                        return o;
+                if (out)
+                        memcpy(out + o, "\xEF\xBF\xBD", 3);
+                o += 3;
+                i += s[i] == 0 ? 1 : utf8_bad_len(s + i, n - i);
+        }
+}
+
 int utf8_sanitize(const void *data, size_t n, char **ret_str) {
         const uint8_t *s = data;
-        size_t i, o;
+        size_t good, len;
         char *out;
 
-        i = n > 0 ? utf8_valid_prefix(s, n, true) : 0;
-        if (i == n) {
-                out = malloc(n + 1);
+        if (n == 0) {
+                out = strdup("");
                 if (!out)
                         return -ENOMEM;
-                if (n > 0)
-                        memcpy(out, s, n);
-                out[n] = 0;
                 *ret_str = out;
                 return 0;
         }
-
-        /* Worst case every remaining byte becomes a 3-byte U+FFFD. */
-        if (n - i > (SIZE_MAX - 1 - i) / 3)
+        /* At most 3 bytes out per byte in, so this cannot overflow first. */
+        if (n > (SIZE_MAX - 1) / 3)
                 return -ENOMEM;
-        out = malloc(i + 3 * (n - i) + 1);
+        /* Most output is clean: validate it once, then copy. */
+        good = utf8_valid_prefix(s, n, true);
+        len = good == n ? n : good + utf8_sanitize_pass(s + good, n - good, NULL);
+        out = malloc(len + 1);
         if (!out)
                 return -ENOMEM;
-        memcpy(out, s, i);
-        o = i;
-        while (i < n) {
-                size_t bad = s[i] == 0 ? 1 : utf8_bad_len(s + i, n - i);
-
-                memcpy(out + o, "\xEF\xBF\xBD", 3);
-                o += 3;
-                i += bad;
-                size_t good = i < n ? utf8_valid_prefix(s + i, n - i, true) : 0;
-                memcpy(out + o, s + i, good);
-                o += good;
-                i += good;
-        }
-        out[o] = 0;
-
-        char *shrunk = realloc(out, o + 1);
-        *ret_str = shrunk ?: out;
+        memcpy(out, s, good);
+        if (good < n)
+                (void) utf8_sanitize_pass(s + good, n - good, out + good);
+        out[len] = 0;
+        *ret_str = out;
         return 0;
 }
 
