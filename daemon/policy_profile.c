@@ -240,46 +240,45 @@ struct parser {
         char **error;
 };
 
+/* Replaces *ret_error with "WHERE: what"; returns -EINVAL (-ENOMEM if the
+ * message cannot be built). */
+_printf_(3, 0)
+static int verror(char **ret_error, const char *where, const char *fmt, va_list ap) {
+        _cleanup_free_ char *what = NULL;
+        char *m;
+
+        if (!ret_error)
+                return -EINVAL;
+        if (vasprintf(&what, fmt, ap) < 0 || asprintf(&m, "%s: %s", where, what) < 0)
+                return -ENOMEM;
+        free(*ret_error);
+        *ret_error = m;
+        return -EINVAL;
+}
+
 _printf_(3, 4)
 static int error_at(char **ret_error, const char *where, const char *fmt, ...) {
-        _cleanup_free_ char *what = NULL;
         va_list ap;
         int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&what, fmt, ap);
+        r = verror(ret_error, where, fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        if (ret_error) {
-                char *m;
-                if (asprintf(&m, "%s: %s", where, what) < 0)
-                        return -ENOMEM;
-                free(*ret_error);
-                *ret_error = m;
-        }
-        return -EINVAL;
+        return r;
 }
 
 _printf_(4, 5)
 static int error_line(char **ret_error, const char *file, unsigned line, const char *fmt, ...) {
-        _cleanup_free_ char *what = NULL;
+        _cleanup_free_ char *where = NULL;
         va_list ap;
         int r;
 
-        va_start(ap, fmt);
-        r = vasprintf(&what, fmt, ap);
-        va_end(ap);
-        if (r < 0)
+        if (ret_error && asprintf(&where, "%s:%u", file, line) < 0)
                 return -ENOMEM;
-        if (ret_error) {
-                char *m;
-                if (asprintf(&m, "%s:%u: %s", file, line, what) < 0)
-                        return -ENOMEM;
-                free(*ret_error);
-                *ret_error = m;
-        }
-        return -EINVAL;
+        va_start(ap, fmt);
+        r = verror(ret_error, where, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 #define parse_error(p, ...) error_line((p)->error, (p)->file, (p)->line, __VA_ARGS__)
