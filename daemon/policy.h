@@ -119,10 +119,9 @@ struct profile;         /* one profile: its shapes, includes resolved */
 
 /* Loads every *.conf in dir, in name order. An error in the files (syntax,
  * limits, duplicate profile, unknown include, include cycle or depth) gives
- * -EINVAL and a malloc'd "FILE:LINE: reason" in *ret_error (replacing what
- * it held; the caller initialises it to NULL and frees it); other failures
- * give a negative errno and leave *ret_error alone. Includes are resolved
- * after all files are read. */
+ * -EINVAL and a malloc'd "FILE:LINE: reason" in *ret_error (may be NULL;
+ * the caller frees it); other failures give a negative errno and leave
+ * *ret_error alone. Includes are resolved after all files are read. */
 int profile_set_load_dir(const char *dir, struct profile_set **ret, char **ret_error);
 /* Loads from one text (tests, fuzzing); name stands for the file in errors. */
 int profile_set_load_string(const char *text, const char *name, struct profile_set **ret, char **ret_error);

@@ -240,8 +240,8 @@ struct parser {
         char **error;
 };
 
-/* Replaces *ret_error with "WHERE: what"; returns -EINVAL (-ENOMEM if the
- * message cannot be built). */
+/* Sets *ret_error to "WHERE: what" (a load stops at its first error, so it
+ * is set once); returns -EINVAL (-ENOMEM if the message cannot be built). */
 _printf_(3, 0)
 static int verror(char **ret_error, const char *where, const char *fmt, va_list ap) {
         _cleanup_free_ char *what = NULL;
@@ -251,7 +251,6 @@ static int verror(char **ret_error, const char *where, const char *fmt, va_list 
                 return -EINVAL;
         if (vasprintf(&what, fmt, ap) < 0 || asprintf(&m, "%s: %s", where, what) < 0)
                 return -ENOMEM;
-        free(*ret_error);
         *ret_error = m;
         return -EINVAL;
 }
