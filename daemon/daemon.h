@@ -235,6 +235,9 @@ struct worker_result {
         int64_t child_pid;              /* bwrap's report of the command's pid, -1 unknown */
         bool exec_failed;               /* the command was not found/not executable (from the shim/status) */
         bool setup_failed;              /* bwrap itself failed before running the command */
+        bool status_known;              /* the shim reported how the command ended: */
+        int status_exit;                /*   its exit code, or -1 */
+        int status_signal;              /*   the signal that killed it, or 0 */
         char setup_error[256];
 };
 

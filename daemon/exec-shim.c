@@ -6,9 +6,12 @@
  * resource limits and then execve() of the command.
  *
  * It reports on a status fd so the broker never guesses from exit codes:
- * "ready\n" once the limits are set, and "exec ERRNO\n" if execve() fails.
- * The fd is close-on-exec: a command that runs says nothing more, so its own
- * exit 127 is never mistaken for "not installed".
+ * "ready\n" once the limits are set, then "exec ERRNO\n" if execve() fails,
+ * else "exit N\n" or "signal N\n" when the command ends. So the command's
+ * own exit 127 is never mistaken for "not installed", and a command killed
+ * by a signal is told apart from one that exits 128+N (which is all bwrap's
+ * pid 1 can report). The shim stays as the command's parent for that; the
+ * status fd is close-on-exec, so the command never sees it.
  *
  *   toolsd-exec [--status-fd N] [--rlimit NAME=VALUE]... -- COMMAND [ARG]...
  *
@@ -20,13 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int status_fd = -1;
 
 static void status(const char *what, int err) {
         char buf[64];
-        int n = err ? snprintf(buf, sizeof buf, "%s %d\n", what, err) : snprintf(buf, sizeof buf, "%s\n", what);
+        int n = strcmp(what, "ready") != 0 ? snprintf(buf, sizeof buf, "%s %d\n", what, err)
+                                            : snprintf(buf, sizeof buf, "%s\n", what);
         if (status_fd >= 0 && n > 0)
                 (void) !write(status_fd, buf, (size_t) n);
 }
@@ -93,6 +98,44 @@ static int exec_path(char *const argv[]) {
         return err;
 }
 
+/* Runs the command as our child; execve()'s errno comes back through a
+ * close-on-exec pipe, so silence on it means the exec succeeded. */
+static int run(char *const cmd[]) {
+        int p[2], e = 0, ws;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return 126;
+        pid_t pid = fork();
+        if (pid < 0)
+                return 126;
+        if (pid == 0) {
+                close(p[0]);
+                e = exec_path(cmd);
+                (void) !write(p[1], &e, sizeof e);
+                _exit(127);
+        }
+        close(p[1]);
+        ssize_t n;
+        do
+                n = read(p[0], &e, sizeof e);
+        while (n < 0 && errno == EINTR);
+        close(p[0]);
+        while (waitpid(pid, &ws, 0) < 0)
+                if (errno != EINTR)
+                        return 126;
+        if (n == (ssize_t) sizeof e) {
+                status("exec", e);
+                fprintf(stderr, "toolsd-exec: %s: %s\n", cmd[0], strerror(e));
+                return e == ENOENT ? 127 : 126;
+        }
+        if (WIFSIGNALED(ws)) {
+                status("signal", WTERMSIG(ws));
+                return 128 + WTERMSIG(ws);
+        }
+        status("exit", WEXITSTATUS(ws));
+        return WEXITSTATUS(ws);
+}
+
 int main(int argc, char *argv[]) {
         int i = 1;
         struct rlimit zero = { 0, 0 };
@@ -120,8 +163,5 @@ int main(int argc, char *argv[]) {
                 return 126;
 
         status("ready", 0);
-        int e = exec_path(argv + i + 1);
-        status("exec", e);
-        fprintf(stderr, "toolsd-exec: %s: %s\n", argv[i + 1], strerror(e));
-        return e == ENOENT ? 127 : 126;
+        return run(argv + i + 1);
 }

@@ -272,6 +272,12 @@ static void run_on_output(void *userdata, const char *stream, const void *data, 
 
 static void run_on_exit(void *userdata, struct worker_result *w) {
         struct run *run = userdata;
+
+        /* The shim saw the command itself end; bwrap only passes on 128+N. */
+        if (w->status_known) {
+                w->exit_code = w->status_exit;
+                w->signal = w->status_signal;
+        }
         struct call *c = run->call;
         struct json_object *r = run_result(run, w);
 

@@ -234,6 +234,12 @@ static void read_status(struct worker *w, struct worker_result *r) {
                 r->setup_failed = true;
                 return;
         }
+        const char *x = strstr(buf, "exit "), *sg = strstr(buf, "signal ");
+        if (x || sg) {
+                r->status_known = true;
+                r->status_exit = x ? atoi(x + 5) : -1;
+                r->status_signal = sg ? atoi(sg + 7) : 0;
+        }
         const char *e = strstr(buf, "exec ");
         if (e) {
                 int err = atoi(e + 5);
