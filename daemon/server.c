@@ -32,6 +32,8 @@ struct write_req {
 };
 
 static void conn_process(struct conn *c);
+static void conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void conn_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
 struct uid_count *server_uid_count(struct server *s, uid_t uid, bool create) {
         for (size_t i = 0; i < s->n_uids; i++)
@@ -66,6 +68,13 @@ static void conn_on_write(uv_write_t *req, int status) {
                 log_debug("connection uid=%u: write failed: %s", (unsigned) c->uid, uv_strerror(status));
         if (c->call && c->call->worker && c->write_queued < WRITE_LOW_WATER)
                 worker_pause(c->call->worker, false);
+        /* The client caught up: read and answer its calls again. */
+        if (!c->closing && c->write_queued < WRITE_LOW_WATER) {
+                int r = uv_read_start((uv_stream_t *) &c->pipe, conn_on_alloc, conn_on_read);
+                if (r < 0 && r != UV_EALREADY)
+                        return conn_close(c, uv_strerror(r));
+                conn_process(c);
+        }
 }
 
 /* Takes buf. */
@@ -198,7 +207,10 @@ static void conn_process(struct conn *c) {
         if (c->processing)
                 return;
         c->processing = true;
-        while (!c->closing && !c->call) {
+        /* A client that does not read its replies gets no more answers, and
+         * we stop reading its calls, until it catches up: what it can make
+         * us queue stays bounded. */
+        while (!c->closing && !c->call && !conn_congested(c)) {
                 const char *msg;
                 size_t len;
                 int r = varlink_reader_next(&c->reader, &msg, &len);
@@ -227,6 +239,8 @@ static void conn_process(struct conn *c) {
                 if (!c->call)
                         c->cur_more = c->cur_oneway = false;
         }
+        if (!c->closing && conn_congested(c))
+                (void) uv_read_stop((uv_stream_t *) &c->pipe);
         c->processing = false;
 }
 
