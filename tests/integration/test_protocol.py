@@ -422,3 +422,214 @@ def test_string_size_limit(make_daemon, root):
             c.open_session(skill(("echo",), name="n" * 1024), root)
         assert e.value.parameters["field"] == "skill.name"
         assert c.list_sessions() == []
+
+
+# ---- slow and silent clients ----------------------------------------------------
+
+def test_half_message_does_not_block_others(daemon, root):
+    stalled = daemon.raw()
+    sr = Reader(stalled)
+    msg = json.dumps({"method": "io.toolsd.Status"}).encode() + b"\0"
+    stalled.sendall(msg[:10])
+    with daemon.client(timeout=30) as c:
+        sess = c.open_session(skill(("echo",)), root)
+        for i in range(20):
+            assert sess.call("echo", {"text": str(i)})["text"] == str(i)
+        sess.close()
+    stalled.sendall(msg[10:])
+    ok_reply("io.toolsd.Status", sr.next())
+    stalled.close()
+
+
+def sent_until_stall(sock, msg, cap, stall_after=3.0):
+    """Sends msg again and again without reading until the peer stops
+    reading (no room for stall_after seconds) or cap bytes went out.
+    Returns (bytes sent, bytes of msg still unsent)."""
+    import select
+    sock.setblocking(False)
+    sent, pending = 0, b""
+    while sent < cap:
+        if not pending:
+            pending = msg
+        try:
+            n = sock.send(pending)
+        except BlockingIOError:
+            _, w, _ = select.select([], [sock], [], stall_after)
+            if not w:
+                return sent, pending
+            continue
+        sent += n
+        pending = pending[n:]
+    return sent, pending
+
+
+def test_client_that_never_reads_is_paused(daemon, root):
+    """A client pipelining streamed calls and reading nothing must not make
+    the daemon queue replies without bound, nor stall anyone else."""
+    with daemon.client(timeout=30) as c:
+        sid = open_session(c, root)["session"]
+    s = daemon.raw()
+    text = "x" * 30000
+    msg = json.dumps({"method": "io.toolsd.Call", "more": True, "parameters": {
+        "session": sid, "tool": "echo", "arguments": {"text": text}}}).encode() + b"\0"
+    cap = 64 * 1024 * 1024
+    sent, pending = sent_until_stall(s, msg, cap)
+    assert sent < cap, "toolsd kept reading requests whose replies nobody reads"
+    # Everyone else is served meanwhile.
+    with daemon.client(timeout=30) as c:
+        sess = c.open_session(skill(("echo",)), root)
+        assert sess.call("echo", {"text": "other"})["text"] == "other"
+        sess.close()
+    status_ok(daemon)
+    # Once the client reads, everything it asked for arrives, in order.
+    import select
+    complete = sent // len(msg) + (1 if pending else 0)
+    s.setblocking(True)
+    s.settimeout(30)
+    r = Reader(s)
+    finals = 0
+    while finals < complete:
+        if pending:
+            _, w, _ = select.select([], [s], [], 0)
+            if w:
+                pending = pending[s.send(pending):]
+        rl, _, _ = select.select([s], [], [], 30)
+        assert rl, "no reply within 30 s"
+        data = s.recv(1 << 20)
+        assert data, "closed after %d of %d calls" % (finals, complete)
+        r.buf += data
+        while b"\0" in r.buf:
+            m, _, r.buf = r.buf.partition(b"\0")
+            rep = json.loads(m)
+            assert "error" not in rep, rep
+            if not rep.get("continues"):
+                assert rep["parameters"]["result"]["text"] == text
+                finals += 1
+    s.close()
+
+
+# ---- limits ---------------------------------------------------------------------
+
+def wait_until(pred, timeout=30, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.05)
+
+
+def test_connections_per_user(make_daemon):
+    d = make_daemon(config="[Limits]\nMaxConnectionsPerUser=3\n")
+    clients = [d.client(timeout=30) for _ in range(3)]
+    for c in clients:
+        assert check_reply("io.toolsd.Status", c.status())["connections"] == 3
+    s = d.raw()
+    r = Reader(s)
+    err_reply(r.next(), "io.toolsd.LimitExceeded", {"what": "connections_per_user", "limit": 3})
+    assert r.closed()
+    # The refused connection left the count alone; the others go on.
+    for c in clients:
+        assert c.status()["connections"] == 3
+    clients.pop().close()
+    wait_until(lambda: clients[0].status()["connections"] == 2, what="hang-up counted")
+    with d.client(timeout=30) as c:
+        assert c.status()["connections"] == 3
+    for c in clients:
+        c.close()
+
+
+def test_connections_in_total(make_daemon):
+    d = make_daemon(config="[Limits]\nMaxConnections=2\nMaxConnectionsPerUser=2\n")
+    a, b = d.client(timeout=30), d.client(timeout=30)
+    assert b.status()["connections"] == 2
+    s = d.raw()
+    r = Reader(s)
+    err_reply(r.next(), "io.toolsd.LimitExceeded", {"what": "connections", "limit": 2})
+    assert r.closed()
+    assert a.status()["connections"] == 2
+    a.close()
+    b.close()
+
+
+def test_sessions_per_user(make_daemon, root):
+    d = make_daemon(config="[Limits]\nMaxSessionsPerUser=2\n")
+    with d.client(timeout=30) as c:
+        s1 = open_session(c, root)["session"]
+        open_session(c, root)
+        with pytest.raises(toolsd.LimitExceeded) as e:
+            open_session(c, root)
+        assert e.value.parameters == {"what": "sessions_per_user", "limit": 2}
+        assert len(c.list_sessions()) == 2
+        assert c.status()["sessions"] == 2
+        c.call("io.toolsd.CloseSession", {"session": s1})
+        open_session(c, root)
+        assert c.status()["sessions"] == 2
+
+
+SLEEP = ["python3", "-c", "import time; print('up', flush=True); time.sleep(30)"]
+
+
+def start_streamed(d, sid, argv=SLEEP, wait_up=True):
+    """Starts a streamed run_shell call on a connection of its own; returns
+    (socket, reader, call_id) once the command runs (said "up")."""
+    s = d.raw()
+    r = Reader(s)
+    send(s, {"method": "io.toolsd.Call", "more": True, "parameters": {
+        "session": sid, "tool": "run_shell", "arguments": {"argv": argv}, "timeout_ms": 60000}})
+    first = r.next()
+    assert first.get("continues") is True, first
+    cid = check_reply("io.toolsd.Call", first["parameters"])["call_id"]
+    if wait_up:
+        up = r.next()
+        assert up.get("continues") is True, up
+        assert check_reply("io.toolsd.Call", up["parameters"]) == {
+            "call_id": cid, "chunk": {"stream": "stdout", "data": "up\n"}}
+    return s, r, cid
+
+
+def final_of(r):
+    while True:
+        rep = r.next()
+        assert rep is not None, "closed before the final reply"
+        if not rep.get("continues"):
+            return ok_reply("io.toolsd.Call", rep)
+
+
+def test_calls_per_session(make_daemon, root):
+    d = make_daemon(config="[Limits]\nMaxCallsPerSession=2\n")
+    with d.client(timeout=30) as c:
+        sid = open_session(c, root, skill=skill(("echo", "run_shell"), profile="full"))["session"]
+        running = [start_streamed(d, sid) for _ in range(2)]
+        assert c.status()["running_calls"] == 2
+        assert [x["running_calls"] for x in c.list_sessions()] == [2]
+        with pytest.raises(toolsd.LimitExceeded) as e:
+            c.call("io.toolsd.Call", {"session": sid, "tool": "echo", "arguments": {"text": "x"}})
+        assert e.value.parameters == {"what": "calls_per_session", "limit": 2}
+        # Another session of the same user is not affected.
+        sid2 = open_session(c, root)["session"]
+        assert c.call("io.toolsd.Call", {"session": sid2, "tool": "echo",
+                                         "arguments": {"text": "y"}})["result"]["text"] == "y"
+        for s, r, cid in running:
+            assert c.call("io.toolsd.Cancel", {"call_id": cid}) == {}
+            res = final_of(r)
+            assert res["call_id"] == cid
+            assert res["result"]["outcome"] == "cancelled", json.dumps(res)
+            s.close()
+        assert c.status()["running_calls"] == 0
+        assert c.call("io.toolsd.Call", {"session": sid, "tool": "echo",
+                                         "arguments": {"text": "z"}})["result"]["text"] == "z"
+
+
+@pytest.mark.xfail(strict=False, reason="run_shell.c reports a call cancelled during sandbox "
+                   "set-up as sandbox_error/setup: it tests setup_failed before ended_by")
+def test_cancel_during_setup_is_cancelled(daemon, root):
+    with daemon.client(timeout=30) as c:
+        sid = open_session(c, root, skill=skill(("run_shell",), profile="full"))["session"]
+        s, r, cid = start_streamed(daemon, sid, wait_up=False)
+        c.cancel(cid)
+        res = final_of(r)
+        assert res["result"]["outcome"] == "cancelled", res
+        s.close()
