@@ -329,7 +329,7 @@ def test_hostile_words_reach_the_program_verbatim(passive, files):
 def test_hostile_tail_becomes_python_argv(full, files):
     r = sh(full, "python3 -c 'import sys; print(sys.argv[1:])'; touch PWNED; `touch PWNED` $(id)")
     # The ";" sticks to the code word (valid Python); the rest is argv.
-    assert (r["outcome"], r["stdout"]) == ("ok", str(["touch", "PWNED", "`touch", "PWNED`", "$(id)"]) + "\n"), r
+    assert (r["outcome"], r["stdout"]) == ("ok", str(["touch", "PWNED;", "`touch", "PWNED`", "$(id)"]) + "\n"), r
     r = sh(full, "python3 -c 'import sys; print(sys.argv[1:])' ; touch PWNED '&&' `id` $(id) '|' sh")
     assert r["outcome"] == "ok", r
     assert r["stdout"] == str([";", "touch", "PWNED", "&&", "`id`", "$(id)", "|", "sh"]) + "\n"
