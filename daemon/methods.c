@@ -155,8 +155,10 @@ static int skill_limits(struct server *s, struct json_object *lim, struct sessio
                 { "output_bytes", offsetof(struct session_limits, output_bytes), 0 },
         };
 
+        /* timeout_ms is the most a call of the session may ask for; a call
+         * that names none gets DefaultTimeoutSec within it (call_start). */
         *l = (struct session_limits) {
-                .timeout_ms = cfg->default_timeout_ms,
+                .timeout_ms = cfg->max_timeout_ms,
                 .cpu_seconds = cfg->cpu_seconds,
                 .memory_bytes = cfg->memory_bytes,
                 .file_size_bytes = cfg->file_size_bytes,

@@ -239,7 +239,8 @@ void call_start(struct conn *conn, struct session *sess, const char *tool, struc
         c->tool = t;
         c->args = args ? json_object_get(args) : json_object_new_object();
         c->start_usec = now_usec();
-        c->timeout_ms = timeout_ms > 0 ? (uint32_t) timeout_ms : sess->limits.timeout_ms;
+        c->timeout_ms = timeout_ms > 0 ? (uint32_t) timeout_ms
+                                       : MIN(s->config->default_timeout_ms, sess->limits.timeout_ms);
         c->next = s->calls;
         if (s->calls)
                 s->calls->prev = c;
