@@ -547,7 +547,9 @@ static int method_call(struct conn *c, struct json_object *p) {
                 error_no_session(c, id);
                 return 0;
         }
-        call_start(c, sess, jstr(p, "tool"), jget(p, "arguments"), to ? json_object_get_int64(to) : -1);
+        /* -1 means "none given" to call_start: a given -1 (or any negative)
+         * must be refused like 0, not taken for the default. */
+        call_start(c, sess, jstr(p, "tool"), jget(p, "arguments"), to ? MAX(json_object_get_int64(to), 0) : -1);
         return 0;
 }
 
