@@ -1,0 +1,270 @@
+"""toolsd as a daemon: sessions, calls, Status and Doctor, peers of another
+uid, socket activation, sd_notify, shutdown, logging and configuration
+errors, against the real binary. Nothing sleeps to synchronise: waits are
+socket reads with timeouts or polls with deadlines.
+"""
+
+import json
+import os
+import pwd
+import random
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import PROFILES, SRC
+from conftest import TOOLSCTL, TOOLSD, Daemon, check_reply, skill, toolsd
+from test_protocol import Reader, err_reply, final_of, ok_reply, open_session, send, start_streamed, status_ok, \
+    wait_until
+
+HEX32 = re.compile(r"[0-9a-f]{32}")
+
+
+# ---- sessions ---------------------------------------------------------------------
+
+@pytest.fixture
+def client(daemon):
+    with daemon.client(timeout=30) as c:
+        yield c
+
+
+def refuse(c, params, field, reason=None):
+    base = {"skill": skill(("echo",))}
+    base.update(params)
+    with pytest.raises(toolsd.InvalidArgument) as e:
+        c.call("io.toolsd.OpenSession", base)
+    assert e.value.parameters["field"] == field, e.value.parameters
+    if reason is not None:
+        assert reason in e.value.parameters["reason"], e.value.parameters
+    assert c.list_sessions() == []
+    return e.value.parameters["reason"]
+
+
+def test_open_session_refusals(client, root, tmpdir_short):
+    refuse(client, {"artifacts_root": "relative/dir"}, "artifacts_root", "absolute")
+    refuse(client, {"artifacts_root": ""}, "artifacts_root", "absolute")
+    refuse(client, {"artifacts_root": os.path.join(root, "nope")}, "artifacts_root", "No such file")
+    f = os.path.join(tmpdir_short, "file")
+    open(f, "w").close()
+    refuse(client, {"artifacts_root": f}, "artifacts_root", "Not a directory")
+    link = os.path.join(tmpdir_short, "link")
+    os.symlink(root, link)
+    refuse(client, {"artifacts_root": link}, "artifacts_root", "cannot open as a directory")
+    ww = os.path.join(tmpdir_short, "ww")
+    os.mkdir(ww)
+    os.chmod(ww, 0o777)
+    refuse(client, {"artifacts_root": ww}, "artifacts_root", "world-writable")
+    refuse(client, {"artifacts_root": "/"}, "artifacts_root", "must not be /")
+    refuse(client, {"artifacts_root": root, "skill": skill(("nope",))}, "skill.tools[0]", "no such tool")
+    refuse(client, {"artifacts_root": root, "skill": skill(("echo", "rm"))}, "skill.tools[1]")
+    refuse(client, {"artifacts_root": root, "skill": skill(("echo",), profile="nope")}, "skill.profile")
+    refuse(client, {"artifacts_root": root, "skill": skill(("echo",), name="")}, "skill.name")
+    refuse(client, {"artifacts_root": root, "skill": skill(("echo",), name="a\nb")}, "skill.name")
+    refuse(client, {"artifacts_root": root, "skill": skill(("echo",), limits={"timeout_ms": 0})},
+           "skill.limits.timeout_ms")
+    refuse(client, {"artifacts_root": root, "skill": skill(("echo",), limits={"output_bytes": -1})},
+           "skill.limits.output_bytes")
+    for bad in ("../x", ".hidden", "-x", "a/b", "", "x" * 129, "a b"):
+        refuse(client, {"artifacts_root": root, "task_id": bad}, "task_id")
+    refuse(client, {"artifacts_root": root, "run_id": "a\x01"}, "run_id")
+    refuse(client, {"artifacts_root": root, "role": ""}, "role")
+    for bad in ("maybe", "", "OFF"):
+        refuse(client, {"artifacts_root": root, "sandbox": bad}, "sandbox")
+    # Nothing was created by a refusal.
+    assert not os.path.exists(os.path.join(ww, "tool_calls"))
+
+
+def test_sessions_ids_list_close(daemon, root):
+    a = daemon.client(timeout=30)
+    b = daemon.client(timeout=30)
+    ids = set()
+    for i in range(5):
+        r = open_session(a, root, task_id="t%d" % i, run_id="run 1", role="coder")
+        assert HEX32.fullmatch(r["session"])
+        assert r["sandboxed"] is True and r["backend"] == "bwrap"
+        assert r["profile"] == "passive" and r["network"] is False and r["dropped_env"] == []
+        assert [t["name"] for t in r["tools"]] == ["echo"]
+        ids.add(r["session"])
+    assert len(ids) == 5
+    # Same uid, another connection: the same sessions.
+    listed = check_reply("io.toolsd.ListSessions", b.call("io.toolsd.ListSessions"))["sessions"]
+    assert {x["session"] for x in listed} == ids
+    for x in listed:
+        assert x["uid"] == os.geteuid()
+        assert x["skill"] == "test" and x["profile"] == "passive"
+        assert x["artifacts_root"] == os.path.realpath(root)
+        assert x["run_id"] == "run 1" and x["role"] == "coder"
+        assert re.fullmatch(r"t[0-4]", x["task_id"])
+        assert x["running_calls"] == 0 and x["age_seconds"] >= 0 and x["idle_seconds"] >= 0
+    # tool_calls/ was made, 0700.
+    st = os.lstat(os.path.join(root, "tool_calls"))
+    assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700
+    # Closing from the other connection works; then the id is gone everywhere.
+    sid = sorted(ids)[0]
+    assert b.call("io.toolsd.CloseSession", {"session": sid}) == {}
+    for method, params in (("io.toolsd.Call", {"session": sid, "tool": "echo", "arguments": {"text": "x"}}),
+                           ("io.toolsd.ListTools", {"session": sid}),
+                           ("io.toolsd.CloseSession", {"session": sid})):
+        with pytest.raises(toolsd.NoSuchSession) as e:
+            a.call(method, params)
+        assert e.value.parameters == {"session": sid}
+    assert len(a.list_sessions()) == 4
+    # The task id defaults to the session id.
+    r = open_session(a, root)
+    assert [x["task_id"] for x in a.list_sessions() if x["session"] == r["session"]] == [r["session"]]
+    a.close()
+    b.close()
+
+
+def test_made_up_ids(client, root):
+    open_session(client, root)
+    for sid in ("0" * 32, "x", "", "A" * 32, "0" * 33):
+        with pytest.raises(toolsd.NoSuchSession) as e:
+            client.call("io.toolsd.ListTools", {"session": sid})
+        assert e.value.parameters == {"session": sid}
+        with pytest.raises(toolsd.NoSuchSession):
+            client.call("io.toolsd.CloseSession", {"session": sid})
+    for cid in ("0" * 32, "", "nope"):
+        with pytest.raises(toolsd.NoSuchCall) as e:
+            client.cancel(cid)
+        assert e.value.parameters == {"call_id": cid}
+    assert len(client.list_sessions()) == 1
+
+
+def test_sessions_survive_their_connection(daemon, root):
+    with daemon.client(timeout=30) as c:
+        sid = open_session(c, root)["session"]
+    with daemon.client(timeout=30) as c:
+        assert [x["session"] for x in c.list_sessions()] == [sid]
+        r = c.call("io.toolsd.Call", {"session": sid, "tool": "echo", "arguments": {"text": "again"}})
+        assert r["result"]["text"] == "again"
+
+
+def test_idle_expiry(make_daemon, root):
+    d = make_daemon(config="[Daemon]\nSessionIdleTimeoutSec=1\n")
+    with d.client(timeout=30) as c:
+        sid = open_session(c, root)["session"]
+        keep = open_session(c, root)["session"]
+        t0 = time.monotonic()
+
+        def expired():
+            # Using keep resets its idle time; sid is left alone.
+            c.call("io.toolsd.Call", {"session": keep, "tool": "echo", "arguments": {"text": "."}})
+            return sid not in [x["session"] for x in c.list_sessions()]
+        wait_until(expired, timeout=10, what="idle session expired")
+        assert time.monotonic() - t0 >= 1.0
+        assert [x["session"] for x in c.list_sessions()] == [keep]
+        with pytest.raises(toolsd.NoSuchSession):
+            c.call("io.toolsd.ListTools", {"session": sid})
+    assert "expired after 1 s idle" in d.log_text()
+
+
+# ---- calls ------------------------------------------------------------------------
+
+def test_echo_end_to_end(client, root):
+    sid = open_session(client, root, skill=skill(("echo", "run_shell")))["session"]
+    r = check_reply("io.toolsd.Call", client.call("io.toolsd.Call", {
+        "session": sid, "tool": "echo", "arguments": {"text": "x\u00e9\u2603"}}))
+    assert set(r) == {"call_id", "result"} and HEX32.fullmatch(r["call_id"])
+    res = r["result"]
+    assert res["outcome"] == "ok" and res["text"] == "x\u00e9\u2603"
+    assert res["sandboxed"] is True and res["truncated"] is False
+    assert isinstance(res["duration_ms"], int) and res["duration_ms"] >= 0
+    ids = {client.call("io.toolsd.Call", {"session": sid, "tool": "echo",
+                                          "arguments": {"text": ""}})["call_id"] for _ in range(5)}
+    assert len(ids) == 5
+    # Bad arguments to echo: a refusal the model reads, not an error.
+    for args in ({}, {"text": 1}, {"text": "a", "more": 1}):
+        res = client.call("io.toolsd.Call", {"session": sid, "tool": "echo", "arguments": args})["result"]
+        assert (res["outcome"], res["reason"]) == ("refused", "arguments"), res
+
+
+def test_call_refusals(client, root):
+    sid = open_session(client, root, skill=skill(("echo",)))["session"]
+    for tool in ("run_shell", "nope", ""):
+        r = check_reply("io.toolsd.Call", client.call("io.toolsd.Call", {
+            "session": sid, "tool": tool, "arguments": {"argv": ["ls"]}}))
+        assert r["result"]["outcome"] == "refused"
+        assert r["result"]["reason"] == "not_in_loadout"
+        assert "not in this session's loadout" in r["result"]["text"]
+    # arguments is an object in the interface: anything else is the caller's
+    # mistake, refused before any tool sees it.
+    for args in ([1], "text", 5, True):
+        with pytest.raises(toolsd.InvalidParameter) as e:
+            client.call("io.toolsd.Call", {"session": sid, "tool": "echo", "arguments": args})
+        assert e.value.parameters == {"parameter": "arguments"}
+    # Absent arguments are an empty object.
+    r = client.call("io.toolsd.Call", {"session": sid, "tool": "echo"})
+    assert (r["result"]["outcome"], r["result"]["reason"]) == ("refused", "arguments")
+
+
+def test_call_timeout_bounds(make_daemon, root):
+    d = make_daemon(config="[Calls]\nDefaultTimeoutSec=10\nMaxTimeoutSec=20\n")
+    with d.client(timeout=30) as c:
+        sid = open_session(c, root)["session"]
+        call = {"session": sid, "tool": "echo", "arguments": {"text": "t"}}
+        for bad in (0, -1, 20001, 2 ** 40):
+            with pytest.raises(toolsd.InvalidArgument) as e:
+                c.call("io.toolsd.Call", dict(call, timeout_ms=bad))
+            assert e.value.parameters["field"] == "timeout_ms"
+            assert "20000" in e.value.parameters["reason"]
+        # Up to MaxTimeoutSec, not only up to the default.
+        for good in (1, 10000, 15000, 20000):
+            assert c.call("io.toolsd.Call", dict(call, timeout_ms=good))["result"]["outcome"] == "ok"
+        # A skill lowers the maximum for its session.
+        low = open_session(c, root, skill=skill(("echo",), limits={"timeout_ms": 5000}))["session"]
+        with pytest.raises(toolsd.InvalidArgument) as e:
+            c.call("io.toolsd.Call", dict(call, session=low, timeout_ms=5001))
+        assert "5000" in e.value.parameters["reason"]
+        assert c.call("io.toolsd.Call", dict(call, session=low, timeout_ms=5000))["result"]["outcome"] == "ok"
+
+
+# ---- Status and Doctor ------------------------------------------------------------
+
+def test_status_fields(daemon, root):
+    with daemon.client(timeout=30) as c, daemon.client(timeout=30) as c2:
+        st = check_reply("io.toolsd.Status", c.status())
+        assert st["version"] == "0.1.0" or re.fullmatch(r"\d+\.\d+\.\d+.*", st["version"])
+        assert st["mode"] == "user"
+        assert st["uid"] == os.geteuid()
+        assert (st["sessions"], st["running_calls"], st["connections"]) == (0, 0, 2)
+        assert st["backend"] == "bwrap" and st["sandbox_available"] is True
+        assert st["require_sandbox"] is False
+        assert 0 <= st["uptime_seconds"] < 600
+        open_session(c, root)
+        assert c2.status()["sessions"] == 1
+    out = subprocess.run([TOOLSD, "--version"], capture_output=True, text=True, check=True).stdout
+    assert out == "toolsd %s\n" % st["version"]
+
+
+def test_status_require_sandbox(make_daemon):
+    d = make_daemon(config="[Sandbox]\nRequireSandbox=yes\n")
+    with d.client(timeout=30) as c:
+        assert c.status()["require_sandbox"] is True
+
+
+def test_doctor(daemon):
+    with daemon.client(timeout=30) as c:
+        checks = check_reply("io.toolsd.Doctor", c.call("io.toolsd.Doctor"))["checks"]
+    by = {x["name"]: x for x in checks}
+    assert len(by) == len(checks), "duplicate check names"
+    for name in ("sandbox", "bubblewrap", "user_namespaces", "socket", "config", "profiles"):
+        assert name in by, name
+        assert by[name]["ok"] is True, by[name]
+        assert by[name]["detail"]
+    assert daemon.socket in by["socket"]["detail"] and "0600" in by["socket"]["detail"]
+    assert by["config"]["detail"] == daemon.config_path
+    assert PROFILES in by["profiles"]["detail"]
+    assert "0.8" in by["bubblewrap"]["detail"]
+    # A socket others may connect to is flagged.
+    os.chmod(daemon.socket, 0o666)
+    with daemon.client(timeout=30) as c:
+        sock = {x["name"]: x for x in c.doctor()}["socket"]
+    assert sock["ok"] is False and "0666" in sock["detail"]
