@@ -268,3 +268,253 @@ def test_doctor(daemon):
     with daemon.client(timeout=30) as c:
         sock = {x["name"]: x for x in c.doctor()}["socket"]
     assert sock["ok"] is False and "0666" in sock["detail"]
+
+
+# ---- peers of another uid -----------------------------------------------------------
+
+@pytest.fixture
+def other_user():
+    name = "tsd-it-%d" % random.randrange(10 ** 6)
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                   check=True, capture_output=True)
+    try:
+        pw = pwd.getpwnam(name)
+        yield pw.pw_uid, pw.pw_gid
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+FOREIGN_PEER = r"""
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(30)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print(json.dumps({"connect_errno": e.errno}))
+    sys.exit(0)
+try:
+    s.sendall(b'{"method":"io.toolsd.ListSessions"}\0')
+except OSError:
+    pass
+buf = b""
+while True:
+    try:
+        d = s.recv(65536)
+    except ConnectionResetError:
+        break
+    if not d:
+        break
+    buf += d
+print(json.dumps({"messages": [json.loads(m) for m in buf.split(b"\0") if m],
+                  "unterminated": buf[-1:] not in (b"", b"\0")}))
+"""
+
+
+def run_as(uid, gid, path):
+    def drop():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    p = subprocess.run(["/usr/bin/python3", "-c", FOREIGN_PEER, path], preexec_fn=drop,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_foreign_uid_refused(daemon, root, other_user, tmpdir_short):
+    import errno
+    uid, gid = other_user
+    with daemon.client(timeout=30) as c:
+        sid = open_session(c, root)["session"]
+        os.chmod(tmpdir_short, 0o711)
+        # The socket file is 0600: the kernel refuses connect() itself.
+        assert stat.S_IMODE(os.stat(daemon.socket).st_mode) == 0o600
+        assert run_as(uid, gid, daemon.socket) == {"connect_errno": errno.EACCES}
+        # With the file opened up, SO_PEERCRED is what refuses.
+        os.chmod(daemon.socket, 0o666)
+        got = run_as(uid, gid, daemon.socket)
+        assert not got["unterminated"] and len(got["messages"]) == 1, got
+        err_reply(got["messages"][0], "org.varlink.service.PermissionDenied", {})
+        # Our own connection and session are untouched, and the refused
+        # peer is not counted.
+        assert [x["session"] for x in c.list_sessions()] == [sid]
+        assert c.status()["connections"] == 1
+    assert "refused connection from uid=%d" % uid in daemon.log_text()
+    status_ok(daemon)
+
+
+# ---- socket activation, sd_notify, shutdown ---------------------------------------
+
+def wait_for_prefix(notify, prefix, timeout=30):
+    """The first notify line starting with prefix (reads more as needed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for m in notify.messages:
+            for line in m.split("\n"):
+                if line.startswith(prefix):
+                    return line
+        left = deadline - time.monotonic()
+        assert left > 0, "no %s in %r" % (prefix, notify.messages)
+        notify.sock.settimeout(left)
+        notify.messages.append(notify.sock.recv(65536).decode())
+
+
+def test_socket_activation(make_daemon, tmpdir_short):
+    d = make_daemon(listen=False, start=False)
+    path = os.path.join(tmpdir_short, "activated.sock")
+    d.socket = path
+    d.env.pop("NOTIFY_SOCKET")
+    # systemd-socket-activate binds, then starts toolsd on the first
+    # connection: Daemon.start() would wait for READY=1 before connecting.
+    d.log = open(d.log_path, "ab")
+    d.proc = subprocess.Popen(["systemd-socket-activate", "-l", path, "--fdname=io.toolsd",
+                               "-E", "NOTIFY_SOCKET=" + d.notify.path] + d.command(),
+                              env=d.env, stdout=d.log, stderr=d.log, stdin=subprocess.DEVNULL)
+    wait_until(lambda: os.path.exists(path) or d.proc.poll() is not None, what="socket bound")
+    assert d.notify.messages == []
+    with d.client(timeout=30) as c:
+        d.notify.wait_for("READY=1", proc=d.proc)
+        st = check_reply("io.toolsd.Status", c.status())
+        assert st["connections"] == 1 and st["mode"] == "user"
+        sock = {x["name"]: x for x in c.doctor()}["socket"]
+        assert sock["ok"] is True and "socket activation" in sock["detail"]
+    if os.access(TOOLSCTL, os.X_OK):
+        p = subprocess.run([TOOLSCTL, "--socket", path, "status"], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "user" in p.stdout and str(os.geteuid()) in p.stdout, p.stdout
+    assert "listening on the socket passed by systemd" in d.log_text()
+    assert d.stop() == 0
+    # The socket was systemd's: toolsd leaves the file alone.
+    assert os.path.exists(path)
+
+
+def processes_with(token):
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if token.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_notify_and_sigterm_with_running_call(make_daemon, root):
+    d = make_daemon()
+    assert "READY=1" in "\n".join(d.notify.messages)
+    status = wait_for_prefix(d.notify, "STATUS=")
+    assert re.fullmatch(r"STATUS=0 sessions, 0 running calls, 0 connections", status), status
+    token = "tsd-marker-%d" % random.randrange(10 ** 9)
+    with d.client(timeout=30) as c:
+        sid = open_session(c, root, skill=skill(("run_shell",), profile="full"))["session"]
+        prog = ("import time\nprint('up', flush=True)\n"
+                "while True:\n open('mark', 'a').write('x')\n time.sleep(0.02)\n# " + token)
+        s, r, cid = start_streamed(d, sid, argv=["python3", "-c", prog])
+        assert processes_with(token), "the command is not running"
+        d.proc.send_signal(signal.SIGTERM)
+        # The call's client gets a final cancelled result or a hang-up.
+        rep = r.next()
+        while rep is not None and rep.get("continues"):
+            rep = r.next()
+        if rep is not None:
+            res = ok_reply("io.toolsd.Call", rep)
+            assert res["result"]["outcome"] == "cancelled", res
+            assert r.closed()
+        assert d.proc.wait(30) == 0
+        d.notify.wait_for("STOPPING=1", timeout=10)
+        assert not os.path.exists(d.socket)
+        assert processes_with(token) == []
+        size = os.path.getsize(os.path.join(root, "mark"))
+        time.sleep(0.3)  # not synchronisation: the marker must stay still
+        assert os.path.getsize(os.path.join(root, "mark")) == size
+        s.close()
+    assert "received SIGTERM, shutting down" in d.log_text()
+    assert d.stop() == 0
+
+
+# ---- logging and configuration ------------------------------------------------------
+
+def test_log_lines(make_daemon, root, monkeypatch):
+    monkeypatch.delenv("JOURNAL_STREAM", raising=False)
+    d = make_daemon()
+    with d.client(timeout=30) as c:
+        sid = open_session(c, root)["session"]
+        for t in ("a", "b", "c"):
+            c.call("io.toolsd.Call", {"session": sid, "tool": "echo", "arguments": {"text": t}})
+        c.call("io.toolsd.Call", {"session": sid, "tool": "nope"})
+    assert d.stop() == 0
+    lines = d.log_text().splitlines()
+    assert lines and all(re.match(r"<[0-7]>toolsd: ", x) for x in lines), lines
+    assert any(x.startswith("<6>toolsd: ") for x in lines)
+    calls = [x for x in lines if "tool call" in x]
+    assert len(calls) == 4, calls
+    outcomes = [re.search(r"TOOLSD_OUTCOME=(\S*)", x).group(1) for x in calls]
+    assert outcomes == ["ok", "ok", "ok", "refused"]
+    assert all("TOOLSD_SESSION=" + sid in x for x in calls)
+    assert "TOOLSD_REASON=not_in_loadout" in calls[3]
+
+
+@pytest.mark.parametrize("body, line, what", [
+    ("[Daemon]\nBogusKey=1\n", 4, "BogusKey"),
+    ("[Limits]\n\nMaxMessageSize=lots\n", 5, "MaxMessageSize"),
+    ("[Nope]\nX=1\n", 3, "Nope"),
+])
+def test_bad_config_refused(tmpdir_short, body, line, what):
+    conf = os.path.join(tmpdir_short, "bad.conf")
+    with open(conf, "w") as f:
+        f.write("[Daemon]\nProfilesDirectory=%s\n" % PROFILES + body)
+    sock = os.path.join(tmpdir_short, "s")
+    p = subprocess.run([TOOLSD, "--config", conf, "--listen", sock], capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL, env={"PATH": os.environ["PATH"]})
+    assert p.returncode != 0
+    assert "%s:%d:" % (conf, line) in p.stderr, p.stderr
+    assert what in p.stderr, p.stderr
+    assert not os.path.exists(sock)
+
+
+# ---- a client from the spec alone ---------------------------------------------------
+
+def test_client_from_the_spec(daemon, root):
+    """Speaks Varlink from varlink.org alone: raw socket, json, NUL."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(daemon.socket)
+    buf = b""
+
+    def call(method, parameters=None):
+        nonlocal buf
+        msg = {"method": method}
+        if parameters is not None:
+            msg["parameters"] = parameters
+        s.sendall(json.dumps(msg).encode() + b"\0")
+        while b"\0" not in buf:
+            data = s.recv(4096)
+            assert data
+            buf += data
+        m, _, buf = buf.partition(b"\0")
+        return json.loads(m)
+
+    info = call("org.varlink.service.GetInfo")["parameters"]
+    assert "io.toolsd" in info["interfaces"]
+    desc = call("org.varlink.service.GetInterfaceDescription", {"interface": "io.toolsd"})["parameters"]
+    methods = re.findall(r"^method (\w+)\(", desc["description"], re.M)
+    assert {"OpenSession", "CloseSession", "Call", "Status"} <= set(methods)
+    opened = call("io.toolsd.OpenSession", {"skill": {"name": "spec", "tools": ["echo"]},
+                                            "artifacts_root": root})
+    sid = opened["parameters"]["session"]
+    assert call("io.toolsd.CloseSession", {"session": sid}) == {"parameters": {}} or \
+        call("io.toolsd.ListSessions")["parameters"]["sessions"] == []
+    assert call("io.toolsd.ListSessions")["parameters"]["sessions"] == []
+    s.close()
+
+
+@pytest.mark.skipif(shutil.which("varlinkctl") is None, reason="no varlinkctl (systemd < 255)")
+def test_varlinkctl(daemon):
+    p = subprocess.run(["varlinkctl", "call", daemon.socket, "io.toolsd.Status", "{}"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["uid"] == os.geteuid()
