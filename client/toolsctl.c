@@ -1024,14 +1024,14 @@ static void sessions_print(struct json_object *p) {
                 puts("No sessions.");
                 return;
         }
-        printf("%-24s %-16s %-10s %-16s %5s %7s %s\n", "SESSION", "SKILL", "PROFILE", "TASK", "CALLS", "AGE",
+        printf("%-32s %-16s %-10s %-16s %5s %7s %s\n", "SESSION", "SKILL", "PROFILE", "TASK", "CALLS", "AGE",
                "ARTIFACTS");
         for (size_t i = 0; i < n; i++) {
                 struct json_object *s = json_object_array_get_idx(list, i);
                 int64_t calls = 0, age = 0;
                 (void) json_get_int(s, "running_calls", &calls);
                 (void) json_get_int(s, "age_seconds", &age);
-                printf("%-24s %-16s %-10s %-16s %5" PRIi64 " %6" PRIi64 "s %s%s\n",
+                printf("%-32s %-16s %-10s %-16s %5" PRIi64 " %6" PRIi64 "s %s%s\n",
                        json_get_string(s, "session") ?: "-", json_get_string(s, "skill") ?: "-",
                        json_get_string(s, "profile") ?: "-", json_get_string(s, "task_id") ?: "-", calls, age,
                        json_get_string(s, "artifacts_root") ?: "-",
