@@ -44,7 +44,11 @@ class Reader:
         """The next whole message, parsed; None when the peer closed."""
         self.sock.settimeout(timeout)
         while b"\0" not in self.buf:
-            data = self.sock.recv(65536)
+            try:
+                data = self.sock.recv(65536)
+            except ConnectionResetError:
+                # Closed while our unread request bytes were still queued.
+                data = b""
             if not data:
                 assert self.buf == b"", "partial reply before close: %r" % self.buf[:200]
                 return None
