@@ -77,22 +77,32 @@ static void worker_free(struct worker *w) {
         free(w);
 }
 
-static void worker_on_handle_close(uv_handle_t *h) {
-        struct worker *w = h->data;
+static void worker_release(struct worker *w) {
         if (--w->handles_open == 0)
                 worker_free(w);
 }
 
+/* A timer's data is its worker, a pipe's is its stream. */
+static void timer_on_close(uv_handle_t *h) {
+        worker_release(h->data);
+}
+
+static void stream_on_close(uv_handle_t *h) {
+        struct stream *st = h->data;
+        worker_release(st->w);
+}
+
 static void worker_close_handle(struct worker *w, uv_handle_t *h) {
         if (!uv_is_closing(h))
-                uv_close(h, worker_on_handle_close);
+                uv_close(h, timer_on_close);
 }
 
 static void stream_close(struct stream *st) {
         if (!st->open)
                 return;
         st->open = false;
-        worker_close_handle(st->w, (uv_handle_t *) &st->pipe);
+        if (!uv_is_closing((uv_handle_t *) &st->pipe))
+                uv_close((uv_handle_t *) &st->pipe, stream_on_close);
 }
 
 static void kill_group(struct worker *w, int sig) {
