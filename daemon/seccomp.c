@@ -221,6 +221,8 @@ static int filter_new(const struct seccomp_options *o, scmp_filter_ctx *ret) {
          * ABI is killed, not failed: EPERM from every call, exit included,
          * would leave a 32-bit program spinning. */
         r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+        if (r < 0)      /* kernel < 4.14 (or valgrind): kill the thread */
+                r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_THREAD);
         if (r < 0)
                 return r;
 
