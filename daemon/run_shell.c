@@ -23,6 +23,8 @@
 #include "sandbox.h"
 
 #define TEXT_MAX (64u * 1024u)
+/* What the text may use before its notes (truncation, no network). */
+#define TEXT_BODY (TEXT_MAX - 512u)
 
 int run_shell_spec(const struct server *s, const struct session *sess, struct json_object **ret);
 int run_shell_start(struct call *c);
@@ -191,6 +193,36 @@ static const char *signal_name(int sig) {
         return buf;
 }
 
+/* The largest n' <= n that does not split a UTF-8 sequence of the (valid
+ * UTF-8) string s: a cut text must stay valid for the JSON reply. */
+static size_t utf8_cut(const char *s, size_t n) {
+        while (n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80)
+                n--;
+        return n;
+}
+
+/* How much of stdout and stderr the text shows: both, or a fair share of
+ * TEXT_BODY each, so that a flood on one stream never hides the other. */
+static bool text_shares(const char *out, const char *err, int *ret_out, int *ret_err) {
+        const size_t room = TEXT_BODY - 256; /* the header line and the labels */
+        size_t no = strlen(out), ne = strlen(err);
+        bool cut = no + ne > room;
+
+        if (cut) {
+                if (ne <= room / 2)
+                        no = room - ne;
+                else if (no <= room / 2)
+                        ne = room - no;
+                else
+                        no = ne = room / 2;
+                no = utf8_cut(out, no);
+                ne = utf8_cut(err, ne);
+        }
+        *ret_out = (int) no;
+        *ret_err = (int) ne;
+        return cut;
+}
+
 static struct json_object *run_result(struct run *run, struct worker_result *w) {
         struct call *c = run->call;
         struct session *sess = c->session;
@@ -199,47 +231,54 @@ static struct json_object *run_result(struct run *run, struct worker_result *w) 
         _cleanup_free_ char *text = malloc(TEXT_MAX);
         const char *outcome, *reason = NULL;
         size_t len = 0;
+        int no, ne;
 
         if (!out || !err || !text)
                 return NULL;
+        bool cut = text_shares(out, err, &no, &ne);
 
+        /* The body stays within TEXT_BODY so the notes below always fit. */
         if (w->setup_failed) {
                 outcome = "sandbox_error";
                 reason = "setup";
-                len = (size_t) snprintf(text, TEXT_MAX, "sandbox: could not set up the sandbox: %s", err);
+                len = (size_t) snprintf(text, TEXT_BODY, "sandbox: could not set up the sandbox: %.*s", ne, err);
         } else if (w->exec_failed) {
                 outcome = "not_installed";
-                len = (size_t) snprintf(text, TEXT_MAX, "[INFO] tool '%s' not installed", run->argv[0]);
+                len = (size_t) snprintf(text, TEXT_BODY, "[INFO] tool '%s' not installed", run->argv[0]);
         } else if (w->ended_by && strcmp(w->ended_by, "timeout") == 0) {
                 outcome = "timeout";
-                len = (size_t) snprintf(text, TEXT_MAX, "sandbox: timeout after %.1f s\nstdout: %s\nstderr: %s",
-                                        c->timeout_ms / 1000.0, out, err);
+                len = (size_t) snprintf(text, TEXT_BODY, "sandbox: timeout after %.1f s\nstdout: %.*s\nstderr: %.*s",
+                                        c->timeout_ms / 1000.0, no, out, ne, err);
         } else if (w->ended_by && strcmp(w->ended_by, "limit") == 0) {
                 outcome = "limit";
                 reason = "output";
-                len = (size_t) snprintf(text, TEXT_MAX,
+                len = (size_t) snprintf(text, TEXT_BODY,
                                         "sandbox: output limit of %llu bytes reached; the command was killed\n"
-                                        "stdout: %s\nstderr: %s",
-                                        (unsigned long long) sess->limits.output_bytes, out, err);
+                                        "stdout: %.*s\nstderr: %.*s",
+                                        (unsigned long long) sess->limits.output_bytes, no, out, ne, err);
         } else if (w->ended_by) {
                 outcome = "cancelled";
-                len = (size_t) snprintf(text, TEXT_MAX, "cancelled\nstdout: %s\nstderr: %s", out, err);
+                len = (size_t) snprintf(text, TEXT_BODY, "cancelled\nstdout: %.*s\nstderr: %.*s", no, out, ne, err);
         } else if (w->signal) {
                 outcome = "signal";
-                len = (size_t) snprintf(text, TEXT_MAX, "signal: %s\nstdout: %s\nstderr: %s",
-                                        signal_name(w->signal), out, err);
+                len = (size_t) snprintf(text, TEXT_BODY, "signal: %s\nstdout: %.*s\nstderr: %.*s",
+                                        signal_name(w->signal), no, out, ne, err);
         } else {
                 outcome = w->exit_code == 0 ? "ok" : "exit";
-                len = (size_t) snprintf(text, TEXT_MAX, "exit_code: %d\nstdout: %s\nstderr: %s", w->exit_code, out,
-                                        err);
+                len = (size_t) snprintf(text, TEXT_BODY, "exit_code: %d\nstdout: %.*s\nstderr: %.*s", w->exit_code,
+                                        no, out, ne, err);
         }
-        len = MIN(len, TEXT_MAX - 1);
-        if (w->truncated && len < TEXT_MAX - 200)
+        if (len >= TEXT_BODY) {
+                len = utf8_cut(text, TEXT_BODY - 1);
+                text[len] = '\0';
+                cut = true;
+        }
+        if (w->truncated || cut)
                 len += (size_t) snprintf(text + len, TEXT_MAX - len,
                                          "\n[output truncated: %llu bytes of stdout, %llu of stderr in all; "
                                          "read_tool_result with call_id %s pages through it]",
                                          (unsigned long long) w->out_total, (unsigned long long) w->err_total, c->id);
-        if (strcmp(outcome, "exit") == 0 && !sess->network && looks_network(run->argv) && len < TEXT_MAX - 200)
+        if (strcmp(outcome, "exit") == 0 && !sess->network && looks_network(run->argv))
                 (void) snprintf(text + len, TEXT_MAX - len,
                                 "\n[INFO] this sandbox has no network access; a command that needs the network "
                                 "fails here and retrying will not help.");
