@@ -200,17 +200,21 @@ static void stream_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                 return worker_maybe_done(w);
         }
 
-        size_t n = (size_t) nread;
-        st->total += n;
+        /* Past the cap, output is counted and dropped: the process is being
+         * killed, but until it is gone it may write at full speed, and
+         * neither the persisted copy nor the client's stream may grow. */
+        uint64_t before = w->s[OUT].total + w->s[ERR].total;
+        size_t n = before >= w->output_cap ? 0 : (size_t) MIN((uint64_t) nread, w->output_cap - before);
+        st->total += (size_t) nread;
         stream_persist(st, buf->base, n);
         if (st->keep_len < w->result_bytes) {
                 size_t take = MIN(n, w->result_bytes - st->keep_len);
                 memcpy(st->keep + st->keep_len, buf->base, take);
                 st->keep_len += take;
         }
-        if (w->ops->on_output)
+        if (n > 0 && w->ops->on_output)
                 w->ops->on_output(w->userdata, stream_names[st - w->s], buf->base, n);
-        if (w->s[OUT].total + w->s[ERR].total > w->output_cap)
+        if (before + (size_t) nread > w->output_cap)
                 worker_kill(w, "limit");
 }
 
