@@ -186,9 +186,13 @@ static int rule_compile(struct denylist *d, const char *id, const char *pattern,
                 return load_error(ret_error, name, line, "rule '%s': %s at offset %zu of the expanded pattern",
                                   id, (const char *) msg, (size_t) erroff);
         }
-        /* JIT makes a check about ten times faster; without it (no
-         * executable memory) the interpreter gives the same answers. */
+        /* JIT makes a check several times faster; without it (no
+         * executable memory, or built with DENYLIST_NO_JIT for valgrind,
+         * which cannot follow JIT code) the interpreter gives the same
+         * answers. */
+#ifndef DENYLIST_NO_JIT
         (void) pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+#endif
 
         char *dup = strdup(id);
         if (!dup) {
@@ -676,6 +680,7 @@ static size_t find_paren(struct split *c, const char *s, size_t len, size_t i, u
 }
 
 static void split_text(struct split *c, const char *s, size_t len, unsigned depth);
+static size_t split_subst(struct split *c, const char *s, size_t len, size_t i, bool backtick, unsigned depth);
 
 /* One level of shell quote removal, for a body that a shell will parse
  * again (sh -c BODY, eval, NAME=VALUE, <<< WORD). Quotes inside the body
@@ -714,9 +719,10 @@ static int unquote(const char *s, size_t len, struct buf *o) {
         return 0;
 }
 
-/* Returns the end of the word that starts at s[i]. */
-static size_t word_end(struct split *c, const char *s, size_t len, size_t i, unsigned depth) {
-        while (i < len && !is_blank(s[i]) && s[i] != '\n') {
+/* Returns the end of the word that starts at s[i]; with meta, an unquoted
+ * ; & | ( ) < > ends it too. */
+static size_t word_end_meta(struct split *c, const char *s, size_t len, size_t i, bool meta, unsigned depth) {
+        while (i < len && !is_blank(s[i]) && s[i] != '\n' && !(meta && strchr(";&|()<>", s[i]))) {
                 if (s[i] == '\\')
                         i += 2;
                 else if (s[i] == '\'')
@@ -729,6 +735,10 @@ static size_t word_end(struct split *c, const char *s, size_t len, size_t i, uns
                         i++;
         }
         return MIN(i, len);
+}
+
+static size_t word_end(struct split *c, const char *s, size_t len, size_t i, unsigned depth) {
+        return word_end_meta(c, s, len, i, false, depth);
 }
 
 static bool is_dash_c(const char *w, size_t n) {
@@ -791,6 +801,8 @@ static void split_words(struct split *c, const char *s, size_t len, unsigned dep
                 }
                 if (after_c)
                         split_body(c, w, n, depth + 1);
+                else if (n > 3 && memcmp(w, "<<<", 3) == 0)
+                        split_body(c, w + 3, n - 3, depth + 1);
                 while (name < n && is_ident(w[name]) && !(name == 0 && isdigit((unsigned char) w[0])))
                         name++;
                 if (name > 0 && name + 1 < n && w[name] == '=')
@@ -842,7 +854,99 @@ static size_t split_double(struct split *c, const char *s, size_t len, size_t i,
         return MIN(i + 1, len);
 }
 
+/* A pending here-document: its body starts after the next newline. */
+struct heredoc {
+        char *delim;
+        size_t n;
+        bool strip_tabs;
+        bool shell;
+        bool expands;           /* unquoted delimiter: $(...) and `...` run */
+};
+
+static bool words_have_shell(struct split *c, const char *s, size_t len, unsigned depth) {
+        for (size_t i = 0; i < len;) {
+                while (i < len && is_blank(s[i]))
+                        i++;
+                size_t end = word_end(c, s, len, i, depth);
+                if (end > i && is_shell(s + i, end - i))
+                        return true;
+                i = MAX(end, i + 1);
+        }
+        return false;
+}
+
+/* s[i] follows "<<"; records the delimiter and returns the index after it.
+ * The body is commands only when it feeds a shell (sh <<EOF); for cat,
+ * python and the like it is data, and only the whole-string rules see it. */
+static size_t heredoc_open(struct split *c, const char *s, size_t len, size_t i, size_t start,
+                           struct heredoc *h, unsigned depth) {
+        struct buf b = {};
+        bool strip = i < len && s[i] == '-';
+
+        i += strip;
+        while (i < len && is_blank(s[i]))
+                i++;
+        size_t end = word_end_meta(c, s, len, i, true, depth);
+        if (end == i || unquote(s + i, end - i, &b) < 0 || b.n == 0) {
+                if (!b.p && end > i)
+                        c->error = -ENOMEM;
+                free(b.p);
+                return end;
+        }
+        free(h->delim);
+        *h = (struct heredoc) {
+                .delim = b.p,
+                .n = b.n,
+                .strip_tabs = strip,
+                .shell = words_have_shell(c, s + start, i - start, depth),
+                .expands = !memchr(s + i, '\'', end - i) && !memchr(s + i, '"', end - i) &&
+                           !memchr(s + i, '\\', end - i),
+        };
+        return end;
+}
+
+/* Splits only the command substitutions of a text that is otherwise data. */
+static void split_substitutions(struct split *c, const char *s, size_t len, unsigned depth) {
+        for (size_t i = 0; i < len && c->error == 0;) {
+                if (s[i] == '\\')
+                        i += 2;
+                else if (s[i] == '$' && i + 1 < len && s[i + 1] == '(')
+                        i = split_subst(c, s, len, i + 2, false, depth);
+                else if (s[i] == '`')
+                        i = split_subst(c, s, len, i + 1, true, depth);
+                else
+                        i++;
+        }
+}
+
+/* s[i] starts the body; returns the index after the delimiter line. */
+static size_t heredoc_body(struct split *c, const char *s, size_t len, size_t i, struct heredoc *h, unsigned depth) {
+        size_t body = i, body_end = len, next = len;
+
+        while (i < len) {
+                const char *nl = memchr(s + i, '\n', len - i);
+                size_t e = nl ? (size_t) (nl - s) : len, t = i;
+                if (h->strip_tabs)
+                        while (t < e && s[t] == '\t')
+                                t++;
+                if (e - t == h->n && memcmp(s + t, h->delim, h->n) == 0) {
+                        body_end = i;
+                        next = MIN(e + 1, len);
+                        break;
+                }
+                i = e + 1;
+        }
+        if (h->shell)
+                split_text(c, s + body, body_end - body, depth + 1);
+        else if (h->expands)
+                split_substitutions(c, s + body, body_end - body, depth);
+        free(h->delim);
+        *h = (struct heredoc) {};
+        return next;
+}
+
 static void split_text(struct split *c, const char *s, size_t len, unsigned depth) {
+        struct heredoc h = {};
         size_t start = 0, i = 0;
 
         if (depth > DENYLIST_DEPTH_MAX) {
@@ -863,7 +967,14 @@ static void split_text(struct split *c, const char *s, size_t len, unsigned dept
                         i = split_subst(c, s, len, i + 2, false, depth);
                 else if (ch == '`')
                         i = split_subst(c, s, len, i + 1, true, depth);
-                else {
+                else if (ch == '<' && i + 2 < len && s[i + 1] == '<' && s[i + 2] != '<')
+                        i = heredoc_open(c, s, len, i + 2, start, &h, depth);
+                else if (ch == '<' && i + 2 < len && s[i + 1] == '<')
+                        i += 3;
+                else if (ch == '\n' && h.delim) {
+                        add_piece(c, s + start, i - start, depth);
+                        start = i = heredoc_body(c, s, len, i + 1, &h, depth);
+                } else {
                         if (strchr(";&|\n()", ch) && ch) {
                                 add_piece(c, s + start, i - start, depth);
                                 start = i + 1;
@@ -871,6 +982,7 @@ static void split_text(struct split *c, const char *s, size_t len, unsigned dept
                         i++;
                 }
         }
+        free(h.delim);
         if (start < len)
                 add_piece(c, s + start, len - start, depth);
 }

@@ -285,6 +285,14 @@ static void test_split(void **state) {
         split(";;  ;", NULL, 0);
         SPLIT("echo 'unterminated; env", "echo 'unterminated; env");
         SPLIT("echo $(unterminated; env", "unterminated", "env", "echo $(unterminated; env");
+        SPLIT("cat <<E\nenv\nE\nls", "cat <<E", "ls");
+        SPLIT("sh <<E\nenv\nE", "sh <<E", "env");
+        SPLIT("cat <<E\n$(id)\nE", "cat <<E", "id");
+        SPLIT("cat <<'E'\n$(id)\nE", "cat <<'E'");
+        SPLIT("cat <<-E\n\tx\n\tE\ny", "cat <<-E", "y");
+        SPLIT("cat <<E\nunterminated; env", "cat <<E");
+        SPLIT("cat <<<x; y", "cat <<<x", "x", "y");
+        SPLIT("cat << ; y", "cat <<", "y");
 
         _cleanup_strv_free_ char **v = NULL;
         assert_int_equal(denylist_split(NULL, &v), -EINVAL);
@@ -430,6 +438,43 @@ static void test_match_limit(void **state) {
         denylist_free(d);
 }
 
+static double now_us(void);
+
+/* Agents write files with heredocs: a long honest command must pass (the
+ * match limits scale with the length), and a refusal at its very end must
+ * still be found, all within a bounded time. */
+static void test_long(void **state) {
+        static const char line[] = "    result = compute(value, options={'retries': 3}) # env set\n";
+        _cleanup_free_ char *cmd = malloc(DENYLIST_COMMAND_MAX + 1);
+        enum denylist_verdict v;
+        const char *rule;
+        size_t n = 0;
+
+        assert_non_null(cmd);
+        n += sprintf(cmd, "cat > app.py <<'EOF'\n");
+        while (n + sizeof line + 64 < DENYLIST_COMMAND_MAX)
+                n += sprintf(cmd + n, "%s", line);
+        size_t body = n;
+        n += sprintf(cmd + n, "EOF\npython3 app.py");
+
+        double t0 = now_us();
+        assert_int_equal(denylist_check(shipped, cmd, n, &v, &rule), 0);
+        double us = now_us() - t0;
+        fprintf(stderr, "# %zu-byte heredoc: %.1f ms (%s)\n", n, us / 1000, rule ?: "ok");
+        assert_int_equal(v, DENYLIST_OK);
+        assert_true(us < 5e6);
+
+        n = body + sprintf(cmd + body, "EOF\ncat ~/.aws/credentials");
+        assert_int_equal(denylist_check(shipped, cmd, n, &v, &rule), 0);
+        assert_int_equal(v, DENYLIST_WHOLE);
+        assert_string_equal(rule, "aws-credentials");
+
+        n = body + sprintf(cmd + body, "EOF\nprintenv");
+        assert_int_equal(denylist_check(shipped, cmd, n, &v, &rule), 0);
+        assert_int_equal(v, DENYLIST_CHAINED);
+        assert_string_equal(rule, "printenv");
+}
+
 static double now_us(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -471,6 +516,7 @@ int main(void) {
                 cmocka_unit_test(test_load_file_errors),
                 cmocka_unit_test(test_match_limit),
                 cmocka_unit_test(test_latency),
+                cmocka_unit_test(test_long),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
