@@ -70,6 +70,7 @@ static const struct config_key config_keys[] = {
         { "Daemon", "ProfilesDirectory", KEY_PATH, FIELD(profiles_dir), 0, PATH_MAX - 1, 0, TOOLSD_PROFILES_DIR },
         { "Daemon", "SkillsDirectory", KEY_PATH, FIELD(skills_dir), 0, PATH_MAX - 1, 0, TOOLSD_SKILLS_DIR },
         { "Daemon", "SessionIdleTimeoutSec", KEY_NUMBER, FIELD(session_idle_timeout_sec), 1, 7 * 86400, 3600, NULL },
+        { "Daemon", "BrokerIdleTimeoutSec", KEY_NUMBER, FIELD(broker_idle_timeout_sec), 1, 86400, 60, NULL },
 
         { "Limits", "MaxMessageSize", KEY_SIZE, FIELD(max_message_bytes), 4 * KIB, GIB, 16 * MIB, NULL },
         { "Limits", "MaxJsonDepth", KEY_NUMBER, FIELD(max_json_depth), 1, 1024, 64, NULL },

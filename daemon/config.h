@@ -30,6 +30,8 @@ struct toolsd_config {
         char *profiles_dir;                /* ProfilesDirectory= */
         char *skills_dir;                  /* SkillsDirectory= */
         uint32_t session_idle_timeout_sec; /* SessionIdleTimeoutSec= */
+        uint32_t broker_idle_timeout_sec;  /* BrokerIdleTimeoutSec= system mode: a broker with
+                                            * no connection and no session exits */
 
         /* [Limits] what one peer can make the daemon hold */
         uint64_t max_message_bytes;        /* MaxMessageSize= */

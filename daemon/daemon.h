@@ -64,6 +64,15 @@ struct server {
         struct call *calls;             /* running calls, for Cancel and shutdown */
         uint32_t n_calls;
 
+        /* System mode: the broker's control socket to the master. */
+        void (*on_conn_closed)(struct server *s);
+        void (*on_shutdown)(struct server *s);  /* main.c closes its handles */
+        int ctl_fd;
+        uv_poll_t ctl_poll;
+        bool ctl_open;
+        bool exit_asked;
+        uint64_t idle_since_usec;
+
         /* The sandbox probe's findings, for OpenSession and Doctor. */
         bool sandbox_available;
         char sandbox_detail[256];
@@ -87,6 +96,10 @@ struct conn {
 
 /* ---- server.c ---- */
 int server_listen(struct server *s, const char *path);
+/* Serves a connection accepted elsewhere (a broker's, from the master). */
+int server_adopt(struct server *s, int fd);
+/* Binds and listens on path (removing a stale socket), with the given mode. */
+int server_bind_path(const char *path, mode_t mode, int *ret_fd);
 void server_shutdown(struct server *s);
 struct uid_count *server_uid_count(struct server *s, uid_t uid, bool create);
 
@@ -110,6 +123,11 @@ int methods_dispatch(struct conn *c, struct varlink_call *call);
 
 void error_invalid_argument(struct conn *c, const char *field, const char *reason);
 void error_limit(struct conn *c, const char *what, uint64_t limit);
+
+/* ---- broker.c (system mode) ---- */
+int broker_init(struct server *s, int ctl_fd);
+void broker_done(struct server *s);
+void broker_on_idle_timer(struct server *s, uint64_t now);
 
 /* ---- session.c ---- */
 struct session_limits {

@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * toolsd: start-up and the event loop.
+ * toolsd: start-up and the event loop, in each of its three roles.
  *
- * User mode (this file's only mode so far): started by a user or by
- * `systemd --user`, toolsd is one process running as that user, serving
- * only that user's connections. It takes the listening socket from systemd
- * (socket activation) or binds it itself.
+ * User mode (the default): started by a user or by `systemd --user`, toolsd
+ * is one process running as that user, serving only that user's
+ * connections. It takes the listening socket from systemd (socket
+ * activation) or binds it itself.
+ *
+ * System mode (--system, as root): this process becomes the master
+ * (master.c): it drops to four capabilities and hands each connection to a
+ * broker of the peer's uid.
+ *
+ * Broker (--broker UID, started by the master only): runs as that user with
+ * no capabilities and no_new_privs; the same server as user mode, fed by
+ * the master over fd 3 instead of a listening socket.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +32,7 @@
 #include "daemon.h"
 #include "io.toolsd.varlink.h"
 #include "log.h"
+#include "master.h"
 #include "org.varlink.service.varlink.h"
 #include "sandbox.h"
 
@@ -31,6 +40,8 @@ struct options {
         const char *listen;
         const char *config;
         bool check_config;
+        bool system;
+        long broker_uid;        /* -1 unless --broker */
 };
 
 static void usage(void) {
@@ -40,6 +51,8 @@ static void usage(void) {
                "                     $XDG_RUNTIME_DIR/toolsd/io.toolsd, /run/toolsd/io.toolsd for root)\n"
                "  --config FILE      read this configuration file\n"
                "  --check-config     parse the configuration and profiles, then exit\n"
+               "  --system           system mode (as root): a master that serves every user\n"
+               "                     from a broker running as that user\n"
                "  --version          print the version\n"
                "  -h, --help         this text\n");
 }
@@ -49,6 +62,8 @@ static int parse_args(int argc, char *argv[], struct options *o) {
                 { "listen", required_argument, NULL, 'l' },
                 { "config", required_argument, NULL, 'c' },
                 { "check-config", no_argument, NULL, 'C' },
+                { "system", no_argument, NULL, 'S' },
+                { "broker", required_argument, NULL, 'B' },
                 { "version", no_argument, NULL, 'V' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -66,6 +81,17 @@ static int parse_args(int argc, char *argv[], struct options *o) {
                 case 'C':
                         o->check_config = true;
                         break;
+                case 'S':
+                        o->system = true;
+                        break;
+                case 'B': {
+                        char *end;
+                        errno = 0;
+                        o->broker_uid = strtol(optarg, &end, 10);
+                        if (errno || *end || o->broker_uid < 0)
+                                return -EINVAL;
+                        break;
+                }
                 case 'V':
                         printf("toolsd %s\n", TOOLSD_VERSION);
                         exit(EXIT_SUCCESS);
@@ -229,19 +255,10 @@ static void notify_status(struct server *s) {
                           s->n_conns);
 }
 
-static void on_signal(uv_signal_t *h, int sig) {
-        struct server *s = h->data;
-
-        if (sig == SIGCHLD) {
-                supervisor_on_sigchld(s);
-                if (s->shutting_down && s->n_calls == 0) {
-                        uv_close((uv_handle_t *) &s->sig_chld, NULL);
-                }
-                return;
-        }
-        log_info("received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+/* Called by server_shutdown(): close what main() opened so the loop ends
+ * once the last worker is reaped. */
+static void on_shutdown(struct server *s) {
         (void) sd_notify(false, "STOPPING=1");
-        server_shutdown(s);
         uv_close((uv_handle_t *) &s->sig_term, NULL);
         uv_close((uv_handle_t *) &s->sig_int, NULL);
         uv_close((uv_handle_t *) &s->idle_timer, NULL);
@@ -249,10 +266,30 @@ static void on_signal(uv_signal_t *h, int sig) {
                 uv_close((uv_handle_t *) &s->sig_chld, NULL);
 }
 
+static void on_signal(uv_signal_t *h, int sig) {
+        struct server *s = h->data;
+
+        if (sig == SIGCHLD) {
+                supervisor_on_sigchld(s);
+                if (s->shutting_down && s->n_calls == 0 && !uv_is_closing((uv_handle_t *) &s->sig_chld))
+                        uv_close((uv_handle_t *) &s->sig_chld, NULL);
+                return;
+        }
+        log_info("received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        server_shutdown(s);
+}
+
 static void on_idle_timer(uv_timer_t *t) {
         struct server *s = t->data;
-        session_expire_idle(s, now_usec());
-        notify_status(s);
+        uint64_t now = now_usec();
+
+        session_expire_idle(s, now);
+        if (s->ctl_fd >= 0 || s->exit_asked)
+                broker_on_idle_timer(s, now);
+        if (!s->shutting_down)
+                notify_status(s);
+        if (sd_watchdog_enabled(false, NULL) > 0)
+                (void) sd_notify(false, "WATCHDOG=1");
 }
 
 static int listen_socket(struct server *s, const struct options *o) {
@@ -267,6 +304,8 @@ static int listen_socket(struct server *s, const struct options *o) {
                         return log_error_errno(EINVAL, "The socket passed by systemd is not a listening Unix stream socket");
                 return server_listen(s, NULL);
         }
+        if (o->broker_uid >= 0)
+                return broker_init(s, MASTER_BROKER_FD);
 
         _cleanup_free_ char *path = o->listen ? strdup(o->listen)
                                    : s->config->listen_path ? strdup(s->config->listen_path)
@@ -276,15 +315,54 @@ static int listen_socket(struct server *s, const struct options *o) {
         return server_listen(s, path);
 }
 
+/* System mode: bind (or take) the socket as root, then become the master. */
+static int run_master(struct server *s, const struct options *o) {
+        char exe[4096];
+        int fd;
+
+        if (geteuid() != 0)
+                return log_error_errno(EPERM, "--system needs root: it starts a broker as each user");
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0)
+                return log_error_errno(errno, "Cannot find our own binary: %m");
+        exe[n] = '\0';
+
+        int nfds = sd_listen_fds(true);
+        if (nfds > 1)
+                return log_error_errno(EINVAL, "Expected one socket from systemd, got %d", nfds);
+        if (nfds == 1)
+                fd = SD_LISTEN_FDS_START;
+        else {
+                const char *path = o->listen ? o->listen
+                                   : s->config->listen_path ? s->config->listen_path : "/run/toolsd/io.toolsd";
+                int r = server_bind_path(path, 0666, &fd);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to bind %s: %m", path);
+                s->bound_path = strdup(path);
+                log_info("master: listening on %s", path);
+        }
+        int r = master_drop_privileges();
+        if (r < 0)
+                return log_error_errno(r, "Cannot drop privileges: %m");
+
+        struct master_options mo = { .config = s->config, .config_path = s->config_path, .self_exe = exe };
+        r = master_run(&mo, fd);
+        if (s->bound_path)
+                (void) unlink(s->bound_path);
+        return r;
+}
+
 int main(int argc, char *argv[]) {
-        struct options o = {};
+        struct options o = { .broker_uid = -1 };
         struct toolsd_config cfg = {};
-        struct server s = { .mode = "user", .uid = geteuid() };
+        struct server s = { .mode = "user", .uid = geteuid(), .ctl_fd = -1, .on_shutdown = on_shutdown };
         int r;
 
-        log_open("toolsd");
         if (parse_args(argc, argv, &o) < 0)
                 return 2;
+        log_open(o.broker_uid >= 0 ? "toolsd-broker" : "toolsd");
+        if (o.broker_uid >= 0 && (getuid() != (uid_t) o.broker_uid || geteuid() != (uid_t) o.broker_uid))
+                return log_error_errno(EPERM, "--broker %ld: not running as that uid", o.broker_uid), 2;
         (void) signal(SIGPIPE, SIG_IGN);
         umask(0077);
 
@@ -294,6 +372,11 @@ int main(int argc, char *argv[]) {
         if (o.check_config) {
                 printf("configuration and profiles are valid\n");
                 return EXIT_SUCCESS;
+        }
+        if (o.system) {
+                r = run_master(&s, &o);
+                config_done(&cfg);
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
         probe_sandbox(&s);
         log_info("%s", s.sandbox_detail);
@@ -315,6 +398,11 @@ int main(int argc, char *argv[]) {
         uv_timer_init(s.loop, &s.idle_timer);
         s.idle_timer.data = &s;
         uint64_t every = MIN(60000u, MAX(1000u, cfg.session_idle_timeout_sec * 250u));
+        uint64_t wd = 0;
+        if (sd_watchdog_enabled(false, &wd) > 0)
+                every = MIN(every, MAX(wd / 2000u, 1u));
+        if (o.broker_uid >= 0)
+                every = 1000;
         uv_timer_start(&s.idle_timer, on_idle_timer, every, every);
 
         if (listen_socket(&s, &o) < 0)

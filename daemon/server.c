@@ -151,6 +151,8 @@ static void conn_on_close(uv_handle_t *h) {
         s->n_conns--;
         varlink_reader_done(&c->reader);
         free(c);
+        if (s->on_conn_closed)
+                s->on_conn_closed(s);
 }
 
 static void conn_on_shutdown(uv_shutdown_t *req, int status) {
@@ -276,24 +278,15 @@ static void conn_refuse(struct conn *c, const char *error, struct json_object *p
         conn_close(c, why);
 }
 
-static void server_on_connection(uv_stream_t *listener, int status) {
-        struct server *s = listener->data;
-        struct ucred cred;
-        socklen_t len = sizeof cred;
-        uv_os_fd_t fd;
-
-        if (status < 0) {
-                log_warning("accept failed: %s", uv_strerror(status));
-                return;
-        }
-
+static struct conn *conn_new(struct server *s) {
         struct conn *c = calloc(1, sizeof *c);
         if (!c) {
                 log_error("accept: out of memory");
-                return;
+                return NULL;
         }
         c->server = s;
         c->pipe.data = c;
+        c->uid = (uid_t) -1;
         varlink_reader_init(&c->reader, s->config->max_message_bytes);
         (void) uv_pipe_init(s->loop, &c->pipe, 0);
         c->next = s->conns;
@@ -301,13 +294,20 @@ static void server_on_connection(uv_stream_t *listener, int status) {
                 s->conns->prev = c;
         s->conns = c;
         s->n_conns++;
+        return c;
+}
 
-        if (uv_accept(listener, (uv_stream_t *) &c->pipe) < 0 || uv_fileno((uv_handle_t *) &c->pipe, &fd) < 0 ||
-            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred) {
-                c->uid = (uid_t) -1;
-                c->closing = false;
-                return conn_close(c, "accept failed");
-        }
+/* The peer is who SO_PEERCRED says, read from the connection itself (also
+ * in a broker: the master's word is not needed). */
+static void conn_start(struct conn *c) {
+        struct server *s = c->server;
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        uv_os_fd_t fd;
+
+        if (uv_fileno((uv_handle_t *) &c->pipe, &fd) < 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred)
+                return conn_close(c, "no peer credentials");
         c->uid = cred.uid;
         c->gid = cred.gid;
         c->pid = cred.pid;
@@ -317,7 +317,8 @@ static void server_on_connection(uv_stream_t *listener, int status) {
                 return conn_close(c, "out of memory");
         u->connections++;
 
-        /* User mode serves its own uid only (not even root). */
+        /* A daemon serves its own uid only (a broker: its user's), not
+         * even root. */
         if (c->uid != s->uid) {
                 log_notice("refused connection from uid=%u pid=%d: not the daemon's user",
                            (unsigned) c->uid, (int) c->pid);
@@ -339,6 +340,37 @@ static void server_on_connection(uv_stream_t *listener, int status) {
         int r = uv_read_start((uv_stream_t *) &c->pipe, conn_on_alloc, conn_on_read);
         if (r < 0)
                 conn_close(c, uv_strerror(r));
+}
+
+static void server_on_connection(uv_stream_t *listener, int status) {
+        struct server *s = listener->data;
+
+        if (status < 0) {
+                log_warning("accept failed: %s", uv_strerror(status));
+                return;
+        }
+        struct conn *c = conn_new(s);
+        if (!c)
+                return;
+        if (uv_accept(listener, (uv_stream_t *) &c->pipe) < 0)
+                return conn_close(c, "accept failed");
+        conn_start(c);
+}
+
+int server_adopt(struct server *s, int fd) {
+        struct conn *c = conn_new(s);
+        if (!c) {
+                close(fd);
+                return -ENOMEM;
+        }
+        int r = uv_pipe_open(&c->pipe, fd);
+        if (r < 0) {
+                close(fd);
+                conn_close(c, "cannot adopt the connection");
+                return r;
+        }
+        conn_start(c);
+        return 0;
 }
 
 static int mkdir_parents(const char *path, mode_t mode) {
@@ -374,7 +406,7 @@ static int remove_stale_socket(const char *path) {
         return unlink(path) < 0 ? -errno : 0;
 }
 
-static int bind_socket(const char *path, int *ret_fd) {
+int server_bind_path(const char *path, mode_t mode, int *ret_fd) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int r;
 
@@ -392,11 +424,13 @@ static int bind_socket(const char *path, int *ret_fd) {
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
-        /* User mode: only the owner may even connect. */
-        mode_t old = umask(0177);
+        /* User mode: only the owner may even connect (0600). */
+        mode_t old = umask(0777 & ~mode);
         r = bind(fd, (struct sockaddr *) &sa, sizeof sa);
         umask(old);
         if (r < 0)
+                return -errno;
+        if (chmod(path, mode) < 0)
                 return -errno;
         if (listen(fd, SOMAXCONN) < 0)
                 return -errno;
@@ -433,7 +467,7 @@ int server_listen(struct server *s, const char *path) {
                 return 0;
         }
 
-        r = bind_socket(path, &fd);
+        r = server_bind_path(path, 0600, &fd);
         if (r == -EADDRINUSE)
                 return log_error_errno(r, "Another toolsd is already listening on %s", path);
         if (r < 0)
@@ -475,5 +509,7 @@ void server_shutdown(struct server *s) {
                 next = c->next;
                 conn_close(c, "shutdown");
         }
-        uv_timer_stop(&s->idle_timer);
+        broker_done(s);
+        if (s->on_shutdown)
+                s->on_shutdown(s);
 }

@@ -663,7 +663,7 @@ static void test_shipped_file(void **state) {
                 if (*l == '\n')
                         *o++ = *l++;
         }
-        assert_int_equal(keys, 31); /* every key of toolsd.conf(5) */
+        assert_int_equal(keys, 32); /* every key of toolsd.conf(5) */
         assert_int_equal(load(&c, out, &error), 0);
         if (error)
                 fail_msg("%s", error);

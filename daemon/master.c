@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The master: the only privileged code of toolsd (system mode).
+ *
+ * Runs as root with CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_SETPCAP only
+ * (bounding set too); SETPCAP is there solely so a broker's bounding set can
+ * be emptied before it runs. It accepts connections, reads SO_PEERCRED,
+ * starts one broker per uid (as that user, no capabilities, no_new_privs,
+ * re-executed for a fresh address space) and hands each connection to it
+ * with SCM_RIGHTS. It never reads a byte a client sends: the only bytes it
+ * writes to a client are fixed error replies when a limit refuses it.
+ *
+ * Brokers are only semi-trusted: the one message a broker sends here is a
+ * one-byte "a connection of mine closed", which can only lower its own
+ * uid's count.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cap-ng.h>
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "master.h"
+
+#define BROKERS_MAX 1024
+#define RESTARTS_MAX 5          /* abnormal broker ends per uid ... */
+#define RESTART_WINDOW_SEC 30   /* ... within this window refuse that uid for as long */
+
+struct broker {
+        uid_t uid;
+        pid_t pid;                      /* 0: slot free or broker gone */
+        int ctl;                        /* our end of the control socket */
+        uint32_t conns;
+        bool exiting;                   /* asked to exit: hand it nothing more */
+};
+
+/* Abnormal ends per uid, to stop a crash loop. */
+struct restarts {
+        uid_t uid;
+        unsigned count;
+        time_t window_start;
+};
+
+static struct broker brokers[BROKERS_MAX];
+static struct restarts restarts[BROKERS_MAX];
+static uint32_t n_conns_total;
+
+static uint64_t mono_sec(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec;
+}
+
+/* The only bytes the master writes to a client: a fixed Varlink error,
+ * sent without waiting, then the connection is closed. */
+static void refuse(int fd, const char *error, const char *what, uint64_t limit) {
+        char msg[256];
+        int n;
+
+        if (what)
+                n = snprintf(msg, sizeof msg, "{\"error\":\"%s\",\"parameters\":{\"what\":\"%s\",\"limit\":%llu}}",
+                             error, what, (unsigned long long) limit);
+        else
+                n = snprintf(msg, sizeof msg, "{\"error\":\"%s\",\"parameters\":{}}", error);
+        if (n > 0 && (size_t) n < sizeof msg)
+                (void) send(fd, msg, (size_t) n + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        close(fd);
+}
+
+static struct broker *broker_find(uid_t uid) {
+        for (size_t i = 0; i < BROKERS_MAX; i++)
+                if (brokers[i].pid > 0 && brokers[i].uid == uid && !brokers[i].exiting)
+                        return &brokers[i];
+        return NULL;
+}
+
+static struct restarts *restarts_of(uid_t uid, bool create) {
+        struct restarts *free_slot = NULL;
+        for (size_t i = 0; i < BROKERS_MAX; i++) {
+                if (restarts[i].count > 0 && restarts[i].uid == uid)
+                        return &restarts[i];
+                if (!free_slot && restarts[i].count == 0)
+                        free_slot = &restarts[i];
+        }
+        if (!create || !free_slot)
+                return NULL;
+        *free_slot = (struct restarts) { .uid = uid, .window_start = (time_t) mono_sec() };
+        return free_slot;
+}
+
+static bool crash_looping(uid_t uid) {
+        struct restarts *r = restarts_of(uid, false);
+        if (!r)
+                return false;
+        if (mono_sec() - (uint64_t) r->window_start > RESTART_WINDOW_SEC) {
+                r->count = 0;
+                return false;
+        }
+        return r->count >= RESTARTS_MAX;
+}
+
+/* In the forked child: become the user, for good, then re-execute. */
+_noreturn_ static void broker_exec(const struct master_options *o, const struct passwd *pw, int ctl) {
+        char name[64], uidarg[32];
+        char *argv[8];
+        size_t k = 0;
+
+        /* The master blocks these for its signalfd; the mask survives
+         * execve(), and a broker that never sees SIGCHLD never reaps. */
+        sigset_t none;
+        sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+        (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (dup2(ctl, MASTER_BROKER_FD) < 0)
+                _exit(126);
+        (void) syscall(SYS_close_range, MASTER_BROKER_FD + 1, ~0U, 0);
+
+        /* setgroups(initgroups), setgid, setuid; then no capability in any
+         * set, bounding and ambient included. */
+        capng_clear(CAPNG_SELECT_ALL);
+        if (capng_change_id((int) pw->pw_uid, (int) pw->pw_gid,
+                            CAPNG_DROP_SUPP_GRP | CAPNG_INIT_SUPP_GRP | CAPNG_CLEAR_BOUNDING |
+                                    CAPNG_CLEAR_AMBIENT) < 0)
+                _exit(126);
+        if (getuid() != pw->pw_uid || geteuid() != pw->pw_uid || getgid() != pw->pw_gid)
+                _exit(126);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                _exit(126);
+
+        (void) snprintf(name, sizeof name, "toolsd: broker uid=%u", (unsigned) pw->pw_uid);
+        (void) snprintf(uidarg, sizeof uidarg, "%u", (unsigned) pw->pw_uid);
+        argv[k++] = name;
+        argv[k++] = (char *) "--broker";
+        argv[k++] = uidarg;
+        if (o->config_path) {
+                argv[k++] = (char *) "--config";
+                argv[k++] = (char *) o->config_path;
+        }
+        argv[k] = NULL;
+
+        char home[4200], user[300], logname[300];
+        (void) snprintf(home, sizeof home, "HOME=%s", pw->pw_dir);
+        (void) snprintf(user, sizeof user, "USER=%s", pw->pw_name);
+        (void) snprintf(logname, sizeof logname, "LOGNAME=%s", pw->pw_name);
+        char *envp[8] = { home, user, logname, (char *) "PATH=/usr/local/bin:/usr/bin:/bin" };
+        size_t e = 4;
+        static char journal[128], require[64], level[64];
+        const char *v;
+        if ((v = getenv("JOURNAL_STREAM")) && strlen(v) < 100) {
+                (void) snprintf(journal, sizeof journal, "JOURNAL_STREAM=%s", v);
+                envp[e++] = journal;
+        }
+        if ((v = getenv("MODULATIO_REQUIRE_SANDBOX")) && strlen(v) < 32) {
+                (void) snprintf(require, sizeof require, "MODULATIO_REQUIRE_SANDBOX=%s", v);
+                envp[e++] = require;
+        }
+        if ((v = getenv("TOOLSD_LOG_LEVEL")) && strlen(v) < 32) {
+                (void) snprintf(level, sizeof level, "TOOLSD_LOG_LEVEL=%s", v);
+                envp[e++] = level;
+        }
+        envp[e] = NULL;
+
+        /* A fresh address space: nothing of the master's memory survives. */
+        execve(o->self_exe, argv, envp);
+        _exit(127);
+}
+
+static struct broker *broker_start(const struct master_options *o, uid_t uid) {
+        struct passwd pw, *res = NULL;
+        char buf[16384];
+        int sv[2];
+
+        /* A uid with no passwd entry is nobody we can run as. */
+        if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res) {
+                log_warning("master: refused uid=%u: no passwd entry", (unsigned) uid);
+                return NULL;
+        }
+        struct broker *b = NULL;
+        for (size_t i = 0; i < BROKERS_MAX && !b; i++)
+                if (brokers[i].pid == 0)
+                        b = &brokers[i];
+        if (!b)
+                return NULL;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return NULL;
+
+        pid_t pid = fork();
+        if (pid < 0) {
+                close(sv[0]);
+                close(sv[1]);
+                return NULL;
+        }
+        if (pid == 0)
+                broker_exec(o, &pw, sv[1]);
+        close(sv[1]);
+        *b = (struct broker) { .uid = uid, .pid = pid, .ctl = sv[0] };
+        log_info("master: started broker pid=%d for uid=%u (%s)", (int) pid, (unsigned) uid, pw.pw_name);
+        return b;
+}
+
+/* Hands the connection over; the broker checks SO_PEERCRED itself too. */
+static int broker_send(struct broker *b, int fd, const struct ucred *cred) {
+        char cbuf[CMSG_SPACE(sizeof(int))] = {};
+        struct iovec iov = { (void *) cred, sizeof *cred };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        return sendmsg(b->ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ? -errno : 0;
+}
+
+static void master_on_accept(const struct master_options *o, int lfd) {
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        const struct toolsd_config *cfg = o->config;
+
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+                return;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred) {
+                close(fd);
+                return;
+        }
+        if (n_conns_total >= cfg->max_connections)
+                return refuse(fd, "io.toolsd.LimitExceeded", "connections", cfg->max_connections);
+        if (crash_looping(cred.uid)) {
+                log_warning("master: refused uid=%u: its broker keeps failing", (unsigned) cred.uid);
+                return refuse(fd, "io.toolsd.LimitExceeded", "broker_restarts", RESTARTS_MAX);
+        }
+
+        struct broker *b = broker_find(cred.uid);
+        if (b && b->conns >= cfg->max_connections_per_uid) {
+                log_warning("master: refused uid=%u: %u connections", (unsigned) cred.uid, b->conns);
+                return refuse(fd, "io.toolsd.LimitExceeded", "connections_per_user", cfg->max_connections_per_uid);
+        }
+        if (!b && !(b = broker_start(o, cred.uid)))
+                return refuse(fd, "org.varlink.service.PermissionDenied", NULL, 0);
+
+        int r = broker_send(b, fd, &cred);
+        if (r < 0) {
+                log_warning("master: cannot hand a connection to broker pid=%d: %s", (int) b->pid, strerror(-r));
+                return refuse(fd, "io.toolsd.LimitExceeded", "broker_busy", 0);
+        }
+        b->conns++;
+        n_conns_total++;
+        close(fd);
+}
+
+/* One byte per message: 'c' a connection closed, 'x' I want to exit. */
+static void master_on_broker(struct broker *b) {
+        char m[16];
+        ssize_t n = recv(b->ctl, m, sizeof m, MSG_DONTWAIT);
+
+        if (n == 1 && m[0] == 'c' && b->conns > 0) {
+                b->conns--;
+                n_conns_total--;
+        } else if ((n == 1 && m[0] == 'x') || n == 0) {
+                /* Exiting (or gone): new connections go to a new broker. The
+                 * broker ends when it has served what it still holds. */
+                b->exiting = true;
+                n_conns_total -= MIN(n_conns_total, b->conns);
+                b->conns = 0;
+                closep(&b->ctl);
+        }
+}
+
+static void master_reap(void) {
+        int ws;
+        pid_t pid;
+
+        while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
+                for (size_t i = 0; i < BROKERS_MAX; i++) {
+                        struct broker *b = &brokers[i];
+                        if (b->pid != pid)
+                                continue;
+                        bool clean = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+                        if (clean)
+                                log_info("master: broker pid=%d uid=%u exited", (int) pid, (unsigned) b->uid);
+                        else if (WIFSIGNALED(ws))
+                                log_warning("master: broker pid=%d uid=%u killed by signal %d", (int) pid,
+                                            (unsigned) b->uid, WTERMSIG(ws));
+                        else
+                                log_warning("master: broker pid=%d uid=%u failed with status %d", (int) pid,
+                                            (unsigned) b->uid, WEXITSTATUS(ws));
+                        if (!clean) {
+                                struct restarts *r = restarts_of(b->uid, true);
+                                if (r)
+                                        r->count++;
+                        }
+                        n_conns_total -= MIN(n_conns_total, b->conns);
+                        closep(&b->ctl);
+                        *b = (struct broker) { .ctl = -1 };
+                }
+}
+
+int master_drop_privileges(void) {
+        capng_clear(CAPNG_SELECT_ALL);
+        if (capng_updatev(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET, CAP_SETUID, CAP_SETGID,
+                          CAP_KILL, CAP_SETPCAP, -1) < 0)
+                return -EINVAL;
+        if (capng_apply(CAPNG_SELECT_ALL) < 0)
+                return -EPERM;
+        return 0;
+}
+
+static size_t n_live_brokers(void) {
+        size_t n = 0;
+        for (size_t i = 0; i < BROKERS_MAX; i++)
+                n += brokers[i].pid > 0;
+        return n;
+}
+
+int master_run(const struct master_options *o, int listen_fd) {
+        sigset_t mask;
+        struct pollfd pfd[2 + BROKERS_MAX];
+        struct broker *slot[2 + BROKERS_MAX];
+        bool stopping = false;
+
+        for (size_t i = 0; i < BROKERS_MAX; i++)
+                brokers[i].ctl = -1;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0)
+                return log_error_errno(errno, "master: signalfd: %m");
+
+        (void) sd_notify(false, "READY=1\nSTATUS=master: 0 brokers");
+        for (;;) {
+                size_t n = 0;
+                pfd[n++] = (struct pollfd) { sfd, POLLIN, 0 };
+                if (!stopping)
+                        pfd[n++] = (struct pollfd) { listen_fd, POLLIN, 0 };
+                for (size_t i = 0; i < BROKERS_MAX; i++)
+                        if (brokers[i].pid > 0 && brokers[i].ctl >= 0) {
+                                slot[n] = &brokers[i];
+                                pfd[n++] = (struct pollfd) { brokers[i].ctl, POLLIN, 0 };
+                        }
+                if (stopping && n_live_brokers() == 0)
+                        break;
+                size_t first = stopping ? 1 : 2;
+                if (poll(pfd, n, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return log_error_errno(errno, "master: poll: %m");
+                }
+                if (pfd[0].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        while (read(sfd, &si, sizeof si) == (ssize_t) sizeof si) {
+                                if (si.ssi_signo == SIGCHLD)
+                                        continue;
+                                if (!stopping) {
+                                        log_info("master: shutting down");
+                                        (void) sd_notify(false, "STOPPING=1");
+                                        stopping = true;
+                                        for (size_t i = 0; i < BROKERS_MAX; i++)
+                                                if (brokers[i].pid > 0)
+                                                        (void) kill(brokers[i].pid, SIGTERM);
+                                }
+                        }
+                        master_reap();
+                }
+                for (size_t i = first; i < n; i++)
+                        if (pfd[i].revents)
+                                master_on_broker(slot[i]);
+                if (first == 2 && !stopping && (pfd[1].revents & POLLIN))
+                        master_on_accept(o, listen_fd);
+                (void) sd_notifyf(false, "STATUS=master: %zu brokers, %u connections", n_live_brokers(),
+                                  n_conns_total);
+        }
+        return 0;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The master of system mode (see master.c). Runs as root with four
+ * capabilities; never parses a client's bytes.
+ */
+#pragma once
+
+#include "config.h"
+
+/* The broker's end of its control socket, in the broker. */
+#define MASTER_BROKER_FD 3
+
+struct master_options {
+        const struct toolsd_config *config;
+        const char *config_path;        /* passed on to brokers */
+        const char *self_exe;           /* the image brokers re-execute */
+};
+
+/* Keeps CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_SETPCAP (effective,
+ * permitted, bounding); drops every other capability. */
+int master_drop_privileges(void);
+
+/* Accepts on listen_fd and hands connections to per-uid brokers until
+ * SIGTERM/SIGINT; then stops the brokers and returns. */
+int master_run(const struct master_options *o, int listen_fd);
