@@ -169,10 +169,13 @@ void call_finish(struct call *c, struct json_object *result) {
                 jadd(p, "result", json_object_get(result));
                 c->conn = NULL;
                 conn_reply(conn, p);
-                conn_call_done(conn);
         }
         json_object_put(result);
+        /* Free the call first: a pipelined call behind it must not see it
+         * still running (calls per session, Status). */
         call_free(c);
+        if (conn)
+                conn_call_done(conn);
 }
 
 void call_chunk(struct call *c, const char *stream, const void *data, size_t n) {
