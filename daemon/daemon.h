@@ -274,3 +274,6 @@ void worker_pause(struct worker *w, bool pause);
 /* Reaps children; called on SIGCHLD. */
 void supervisor_on_sigchld(struct server *s);
 int supervisor_init(struct server *s);
+/* True when pid descends from one of our running calls: a sandboxed tool
+ * must not reach toolsd (to open itself an unsandboxed session). */
+bool supervisor_is_inside_call(pid_t pid);

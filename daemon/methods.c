@@ -225,6 +225,14 @@ static int open_root(struct conn *c, const char *path, struct session *sess) {
                 error_invalid_argument(c, "artifacts_root", "must not be /");
                 return -EPERM;
         }
+        /* The sandbox binds the root read-write: toolsd's own socket must
+         * not be inside it. */
+        size_t rl = strlen(buf);
+        const char *sock = c->server->bound_path;
+        if (sock && strncmp(sock, buf, rl) == 0 && sock[rl] == '/') {
+                error_invalid_argument(c, "artifacts_root", "contains toolsd's socket");
+                return -EPERM;
+        }
 
         /* tool_calls/ holds the transcript and raw outputs: ours, 0700,
          * read-only inside the sandbox. */
@@ -629,10 +637,16 @@ static int method_doctor(struct conn *c, struct json_object *p) {
                   clone < 0 ? "" : clone ? ", unprivileged_userns_clone=1" : ", unprivileged_userns_clone=0");
         if (s->bound_path) {
                 struct stat st;
-                bool ok = stat(s->bound_path, &st) == 0 && (st.st_mode & 0077) == 0 && st.st_uid == s->uid;
-                check_add(checks, "socket", ok, "%s mode %04o owner %u", s->bound_path,
-                          ok || st.st_mode ? (unsigned) (st.st_mode & 07777) : 0u, (unsigned) st.st_uid);
-        } else
+                if (stat(s->bound_path, &st) < 0)
+                        check_add(checks, "socket", false, "%s: %s", s->bound_path, strerror(errno));
+                else
+                        check_add(checks, "socket", (st.st_mode & 0077) == 0 && st.st_uid == s->uid,
+                                  "%s mode %04o owner %u", s->bound_path, (unsigned) (st.st_mode & 07777),
+                                  (unsigned) st.st_uid);
+        } else if (s->ctl_fd >= 0)
+                check_add(checks, "socket", true, "broker of uid %u: connections come from the master",
+                          (unsigned) s->uid);
+        else
                 check_add(checks, "socket", true, "socket passed by systemd (socket activation)");
         check_add(checks, "config", true, "%s", s->config_path ? s->config_path : "built-in defaults");
         const char *const *shapes = profile_shapes(profile_set_find(s->profiles, "passive"));

@@ -324,6 +324,12 @@ static void conn_start(struct conn *c) {
                            (unsigned) c->uid, (int) c->pid);
                 return conn_refuse(c, "org.varlink.service.PermissionDenied", NULL, "foreign uid");
         }
+        /* Same uid, but a tool of ours: the sandbox must not be able to
+         * call back into toolsd (say, for a sandbox:"off" session). */
+        if (c->pid > 0 && supervisor_is_inside_call(c->pid)) {
+                log_warning("refused connection from pid=%d: it runs inside a tool call", (int) c->pid);
+                return conn_refuse(c, "org.varlink.service.PermissionDenied", NULL, "peer inside a call");
+        }
         if (s->n_conns > s->config->max_connections) {
                 log_warning("refused connection from uid=%u: %u connections in total",
                             (unsigned) c->uid, s->config->max_connections);

@@ -452,6 +452,34 @@ fail:
         return r;
 }
 
+/* The parent of pid from /proc/PID/stat (the field after the command name,
+ * which may itself hold spaces and parentheses). */
+static pid_t parent_of(pid_t pid) {
+        char path[64], buf[1024];
+        (void) snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')');
+        int ppid;
+        if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+                return -1;
+        return (pid_t) ppid;
+}
+
+bool supervisor_is_inside_call(pid_t pid) {
+        /* SO_PEERCRED's pid is already in our pid namespace; walk up. */
+        for (unsigned depth = 0; pid > 1 && depth < 256; depth++) {
+                for (struct worker *w = workers; w; w = w->next)
+                        if (w->pid == pid)
+                                return true;
+                pid = parent_of(pid);
+        }
+        return false;
+}
+
 int supervisor_init(struct server *s) {
         /* Orphans of our calls come to us, not to init. */
         if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)

@@ -691,3 +691,52 @@ def test_daemon_shutdown_with_call_in_flight(daemon, root):
     assert rc == 0, daemon.log_text()
     stable_size(os.path.join(root, "alive.log"))
     assert_no_process(tok)
+
+
+# ---- the sandbox cannot call back into toolsd -----------------------------
+
+CALLBACK = """
+import json, socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(%r)
+except OSError as e:
+    print("connect failed", e.errno)
+    raise SystemExit
+try:
+    s.sendall(json.dumps({"method": "io.toolsd.Status"}).encode() + b"\\0")
+except BrokenPipeError:
+    pass  # refused and closed before we spoke: the refusal is still there
+buf = b""
+while not buf.endswith(b"\\0"):
+    d = s.recv(4096)
+    if not d:
+        break
+    buf += d
+print(buf.rstrip(b"\\0").decode() or "closed")
+"""
+
+
+def test_tool_cannot_call_back_into_toolsd(make_daemon, root):
+    """Unsandboxed (bwrap unavailable), the socket is reachable by path; the
+    daemon still refuses a peer that descends from one of its calls."""
+    d = make_daemon(config="[Sandbox]\nBubblewrapPath=/nonexistent/bwrap\n")
+    with d.client() as c:
+        s = open_session(c, root)
+        r = py(s, CALLBACK % d.socket)
+        assert r["sandboxed"] is False
+        assert r["outcome"] == "ok", r["text"]
+        reply = json.loads(r["stdout"])
+        assert reply["error"] == "org.varlink.service.PermissionDenied", reply
+        # The orchestrator itself (not inside a call) is still served.
+        assert c.call("io.toolsd.Status")["mode"] == "user"
+    assert "runs inside a tool call" in d.log_text()
+
+
+def test_root_holding_the_socket_refused(daemon, root):
+    """The sandbox binds the root read-write: a root that contains toolsd's
+    own socket would hand the socket to every tool."""
+    with daemon.client() as c:
+        with pytest.raises(toolsd.InvalidArgument) as e:
+            open_session(c, os.path.dirname(daemon.socket))
+        assert e.value.parameters == {"field": "artifacts_root", "reason": "contains toolsd's socket"}
