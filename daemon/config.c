@@ -93,7 +93,7 @@ static const struct config_key config_keys[] = {
         { "Calls", "MaxArtifactSize", KEY_SIZE, FIELD(max_write_bytes), KIB, TIB, 16 * MIB, NULL },
 
         { "Sandbox", "RequireSandbox", KEY_REQUIRE_SANDBOX, FIELD(require_sandbox), 0, 0, REQUIRE_SANDBOX_NO, NULL },
-        { "Sandbox", "AllowUnsandboxed", KEY_BOOL, FIELD(allow_unsandboxed), 0, 0, true, NULL },
+        { "Sandbox", "AllowUnsandboxed", KEY_BOOL, FIELD(allow_unsandboxed), 0, 0, false, NULL },
         { "Sandbox", "AllowNetwork", KEY_BOOL, FIELD(allow_network), 0, 0, true, NULL },
         { "Sandbox", "BubblewrapPath", KEY_PATH, FIELD(bwrap_path), 0, PATH_MAX - 1, 0, "/usr/bin/bwrap" },
         { "Sandbox", "ReadOnlyPaths", KEY_PATH_LIST, FIELD(ro_paths), 0, 0, 0, NULL },

@@ -52,7 +52,7 @@ static void check_defaults(const struct toolsd_config *c) {
         assert_int_equal(c->open_files, 1024);
         assert_int_equal(c->max_write_bytes, 16 * MIB);
         assert_int_equal(c->require_sandbox, REQUIRE_SANDBOX_NO);
-        assert_true(c->allow_unsandboxed);
+        assert_false(c->allow_unsandboxed);
         assert_true(c->allow_network);
         assert_string_equal(c->bwrap_path, "/usr/bin/bwrap");
         assert_non_null(c->ro_paths);
@@ -134,7 +134,7 @@ static const char every_key[] =
         "MaxArtifactSize=3M\n"
         "[Sandbox]\n"
         "RequireSandbox=yes\n"
-        "AllowUnsandboxed=no\n"
+        "AllowUnsandboxed=yes\n"
         "AllowNetwork=off\n"
         "BubblewrapPath=/opt/bwrap\n"
         "ReadOnlyPaths=/opt/a /etc/ssl\n"
@@ -173,7 +173,7 @@ static void test_every_key(void **state) {
         assert_int_equal(c.open_files, 16);
         assert_int_equal(c.max_write_bytes, 3 * MIB);
         assert_int_equal(c.require_sandbox, REQUIRE_SANDBOX_YES);
-        assert_false(c.allow_unsandboxed);
+        assert_true(c.allow_unsandboxed);
         assert_false(c.allow_network);
         assert_string_equal(c.bwrap_path, "/opt/bwrap");
         assert_int_equal(c.n_ro_paths, 2);
@@ -682,6 +682,8 @@ static void test_environment(void **state) {
         assert_int_equal(config_init_defaults(&c), 0);
         config_apply_environment(&c, NULL);
         assert_int_equal(c.require_sandbox, REQUIRE_SANDBOX_NO);
+        assert_false(config_unsandboxed_allowed(&c)); /* off by default */
+        c.allow_unsandboxed = true;
         assert_true(config_unsandboxed_allowed(&c));
         for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
                 config_apply_environment(&c, keep[i]);
