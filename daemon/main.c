@@ -261,6 +261,10 @@ static void on_shutdown(struct server *s) {
         (void) sd_notify(false, "STOPPING=1");
         uv_close((uv_handle_t *) &s->sig_term, NULL);
         uv_close((uv_handle_t *) &s->sig_int, NULL);
+        /* Closing the handles restores the default action: a second
+         * SIGTERM while calls drain must not kill us half-way. */
+        (void) signal(SIGTERM, SIG_IGN);
+        (void) signal(SIGINT, SIG_IGN);
         uv_close((uv_handle_t *) &s->idle_timer, NULL);
         if (s->n_calls == 0)
                 uv_close((uv_handle_t *) &s->sig_chld, NULL);
@@ -364,6 +368,8 @@ int main(int argc, char *argv[]) {
         if (o.broker_uid >= 0 && (getuid() != (uid_t) o.broker_uid || geteuid() != (uid_t) o.broker_uid))
                 return log_error_errno(EPERM, "--broker %ld: not running as that uid", o.broker_uid), 2;
         (void) signal(SIGPIPE, SIG_IGN);
+        /* No reload yet: a stray SIGHUP (a closed terminal) must not kill us. */
+        (void) signal(SIGHUP, SIG_IGN);
         umask(0077);
 
         s.config = &cfg;

@@ -237,14 +237,20 @@ static struct json_object *run_result(struct run *run, struct worker_result *w) 
                 return NULL;
         bool cut = text_shares(out, err, &no, &ne);
 
-        /* The body stays within TEXT_BODY so the notes below always fit. */
-        if (w->setup_failed) {
+        /* The body stays within TEXT_BODY so the notes below always fit. A
+         * call ended on purpose (cancel, timeout) before the sandbox was up
+         * is that, not a setup failure. */
+        if (w->setup_failed && !w->ended_by) {
                 outcome = "sandbox_error";
                 reason = "setup";
                 len = (size_t) snprintf(text, TEXT_BODY, "sandbox: could not set up the sandbox: %.*s", ne, err);
         } else if (w->exec_failed) {
                 outcome = "not_installed";
                 len = (size_t) snprintf(text, TEXT_BODY, "[INFO] tool '%s' not installed", run->argv[0]);
+        } else if (w->setup_error[0] && !w->ended_by) {
+                outcome = "sandbox_error";
+                reason = "exec";
+                len = (size_t) snprintf(text, TEXT_BODY, "sandbox: %s: %s", run->argv[0], w->setup_error);
         } else if (w->ended_by && strcmp(w->ended_by, "timeout") == 0) {
                 outcome = "timeout";
                 len = (size_t) snprintf(text, TEXT_BODY, "sandbox: timeout after %.1f s\nstdout: %.*s\nstderr: %.*s",
