@@ -129,6 +129,10 @@ int broker_init(struct server *s, int ctl_fd);
 void broker_done(struct server *s);
 void broker_on_idle_timer(struct server *s, uint64_t now);
 
+/* ---- layers.c ---- */
+/* Adds one check per sandbox layer to Doctor's list. */
+void doctor_layers(struct server *s, struct json_object *checks);
+
 /* ---- session.c ---- */
 struct session_limits {
         uint32_t timeout_ms;

@@ -648,6 +648,7 @@ static int method_doctor(struct conn *c, struct json_object *p) {
                           (unsigned) s->uid);
         else
                 check_add(checks, "socket", true, "socket passed by systemd (socket activation)");
+        doctor_layers(s, checks);
         check_add(checks, "config", true, "%s", s->config_path ? s->config_path : "built-in defaults");
         const char *const *shapes = profile_shapes(profile_set_find(s->profiles, "passive"));
         check_add(checks, "profiles", shapes != NULL, "%s (passive: %zu shapes)",

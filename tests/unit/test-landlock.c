@@ -55,7 +55,7 @@ static const char *const ro[] = { "/usr", "/etc", "/does/not/exist", NULL };
 
 static int setup(void **state) {
         abi = landlock_abi();
-        print_message("Landlock ABI of this kernel: %d\n", abi);
+        print_message("# Landlock ABI of this kernel: %d\n", abi);
         assert_non_null(mkdtemp(root));
         snprintf(inside, sizeof inside, "%s/inside", root);
         snprintf(tool_calls, sizeof tool_calls, "%s/tool_calls", root);
