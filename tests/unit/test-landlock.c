@@ -309,14 +309,25 @@ static void test_ro_under(void **state) {
 }
 
 int main(void) {
-        const struct CMUnitTest tests[] = {
+        /* cmocka 1.1.5 prints a skip as "not ok ... # SKIP", which meson
+         * counts as a failure: run only the tests this kernel can answer,
+         * and say which were left out. */
+        const struct CMUnitTest with_landlock[] = {
                 cmocka_unit_test(test_fs_rights),
-                cmocka_unit_test(test_no_landlock),
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_fs),
                 cmocka_unit_test(test_tcp),
                 cmocka_unit_test(test_scope),
                 cmocka_unit_test(test_ro_under),
         };
-        return cmocka_run_group_tests(tests, setup, teardown);
+        const struct CMUnitTest without_landlock[] = {
+                cmocka_unit_test(test_fs_rights),
+                cmocka_unit_test(test_no_landlock),
+        };
+        if (landlock_abi() > 0) {
+                printf("# test_no_landlock left out: this kernel has Landlock\n");
+                return cmocka_run_group_tests(with_landlock, setup, teardown);
+        }
+        printf("# Landlock tests left out: this kernel has no Landlock\n");
+        return cmocka_run_group_tests(without_landlock, setup, teardown);
 }
