@@ -27,6 +27,7 @@
 #define TEXT_BODY (TEXT_MAX - 512u)
 
 int run_shell_spec(const struct server *s, const struct session *sess, struct json_object **ret);
+int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, char ***ret);
 int run_shell_start(struct call *c);
 void run_shell_cancel(struct call *c, const char *outcome);
 
@@ -393,8 +394,12 @@ static int shim_args(const struct session *sess, char ***ret) {
         return 0;
 }
 
-/* The argv the supervisor executes: bwrap's, or the shim's directly. */
-static int build_exec_argv(struct server *s, struct session *sess, char **argv, char ***ret) {
+/* The argv the supervisor executes for argv in this session: bwrap's, or
+ * the shim's directly when unsandboxed. The child gets the session's root
+ * at fd 3, tool_calls/ at fd 4 and the shim's status pipe at fd 5 (see
+ * run_shell_start). Other tools that run a program (http_get's worker) use
+ * it too. */
+int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, char ***ret) {
         const char *shim = exec_shim_path();
         _cleanup_strv_free_ char **sargs = NULL;
         int r;
@@ -512,7 +517,7 @@ int run_shell_start(struct call *c) {
                 return -ENOMEM;
         run->call = c;
         run->argv = TAKE_PTR(argv);
-        r = build_exec_argv(s, sess, run->argv, &run->bwrap_argv);
+        r = run_shell_exec_argv(s, sess, run->argv, &run->bwrap_argv);
         if (r < 0) {
                 run_free(run);
                 call_finish(c, result_new("sandbox_error", "setup",
