@@ -786,7 +786,9 @@ static void split_words(struct split *c, const char *s, size_t len, unsigned dep
         bool after_c = false, shell = false;
 
         for (size_t i = 0; i < len && c->error == 0;) {
-                while (i < len && is_blank(s[i]))
+                /* a piece may hold an unquoted newline: the rest of an
+                 * unterminated $( is one piece */
+                while (i < len && (is_blank(s[i]) || s[i] == '\n'))
                         i++;
                 if (i >= len)
                         break;
@@ -809,14 +811,14 @@ static void split_words(struct split *c, const char *s, size_t len, unsigned dep
                         split_body(c, w + name + 1, n - name - 1, depth + 1);
                 shell = shell || is_shell(w, n);
                 after_c = (shell && is_dash_c(w, n)) || (n == 3 && memcmp(w, "<<<", 3) == 0);
-                i = end;
+                i = MAX(end, i + 1);
         }
 }
 
 static void add_piece(struct split *c, const char *s, size_t len, unsigned depth) {
-        while (len > 0 && is_blank(*s))
+        while (len > 0 && (is_blank(*s) || *s == '\n'))
                 s++, len--;
-        while (len > 0 && is_blank(s[len - 1]))
+        while (len > 0 && (is_blank(s[len - 1]) || s[len - 1] == '\n'))
                 len--;
         if (len == 0 || c->error)
                 return;
@@ -865,7 +867,7 @@ struct heredoc {
 
 static bool words_have_shell(struct split *c, const char *s, size_t len, unsigned depth) {
         for (size_t i = 0; i < len;) {
-                while (i < len && is_blank(s[i]))
+                while (i < len && (is_blank(s[i]) || s[i] == '\n'))
                         i++;
                 size_t end = word_end(c, s, len, i, depth);
                 if (end > i && is_shell(s + i, end - i))

@@ -293,6 +293,9 @@ static void test_split(void **state) {
         SPLIT("cat <<E\nunterminated; env", "cat <<E");
         SPLIT("cat <<<x; y", "cat <<<x", "x", "y");
         SPLIT("cat << ; y", "cat <<", "y");
+        /* found by fuzz-denylist: an unquoted newline inside a piece (the
+         * rest of an unterminated $() made the word scanner stop moving */
+        SPLIT("a $(b\n\tset\n", "b", "set", "a $(b\n\tset");
 
         _cleanup_strv_free_ char **v = NULL;
         assert_int_equal(denylist_split(NULL, &v), -EINVAL);
