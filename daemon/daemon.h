@@ -134,6 +134,8 @@ void broker_on_idle_timer(struct server *s, uint64_t now);
 void doctor_layers(struct server *s, struct json_object *checks);
 
 /* ---- session.c ---- */
+#define SESSION_CALL_IDS_MAX 1024
+
 struct session_limits {
         uint32_t timeout_ms;
         uint64_t cpu_seconds;
@@ -165,6 +167,10 @@ struct session {
         uint64_t created_usec, used_usec;
         uint32_t running;
         bool closed;                    /* out of the table; freed when running reaches 0 */
+        /* The last SESSION_CALL_IDS_MAX run_shell calls, a ring: the calls
+         * whose output read_tool_result may read in this session. */
+        char call_ids[SESSION_CALL_IDS_MAX][ID_LEN + 1];
+        uint64_t n_call_ids;
 };
 
 int session_table_init(struct server *s);
@@ -187,6 +193,9 @@ uint64_t now_usec(void);
 enum tool_id {
         TOOL_ECHO,
         TOOL_RUN_SHELL,
+        TOOL_WRITE_ARTIFACT,
+        TOOL_READ_TOOL_RESULT,
+        TOOL_HTTP_GET,
         _TOOL_MAX,
 };
 
@@ -201,6 +210,17 @@ struct tool {
 
 const struct tool *tool_find(const char *name, enum tool_id *ret_id);
 int tools_specs(const struct server *s, const struct session *sess, struct json_object **ret);
+/* Whether id is one of the session's remembered run_shell calls. */
+bool session_has_call(const struct session *sess, const char *id);
+
+/* ---- tool_artifact.c, tool_http.c ---- */
+int write_artifact_spec(const struct server *s, const struct session *sess, struct json_object **ret);
+int write_artifact_start(struct call *c);
+int read_tool_result_spec(const struct server *s, const struct session *sess, struct json_object **ret);
+int read_tool_result_start(struct call *c);
+int http_get_spec(const struct server *s, const struct session *sess, struct json_object **ret);
+int http_get_start(struct call *c);
+void http_get_cancel(struct call *c, const char *outcome);
 
 /* ---- calls (tools.c) ---- */
 struct call {
@@ -209,7 +229,8 @@ struct call {
         struct session *session;
         struct conn *conn;              /* NULL once the client hung up */
         struct call *prev, *next;       /* server->calls */
-        const struct tool *tool;
+        const struct tool *tool;        /* NULL for a tool this server does not have */
+        char tool_name[65];             /* as requested (cut), for the log and the audit */
         struct json_object *args;
         uint64_t start_usec;
         uint32_t timeout_ms;

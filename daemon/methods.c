@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "config-paths.h"
 #include "daemon.h"
 #include "io.toolsd.varlink.h"
@@ -407,7 +408,7 @@ static int method_open_session(struct conn *c, struct json_object *p) {
                 error_limit(c, "sessions_per_user", s->config->max_sessions_per_uid);
                 return 0;
         }
-        if (task && !bare_id_ok(task)) {
+        if (task && (!bare_id_ok(task) || !audit_task_id_valid(task))) {
                 error_invalid_argument(c, "task_id", "must be 1-128 of [A-Za-z0-9._-], not starting with '.' or '-'");
                 return 0;
         }

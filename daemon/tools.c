@@ -12,12 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "config-paths.h"
 #include "daemon.h"
 #include "log.h"
 #include "sandbox.h"
+#include "schema.h"
 
 static void jadd(struct json_object *o, const char *key, struct json_object *v) {
         (void) json_object_object_add(o, key, v);
@@ -73,9 +76,16 @@ int run_shell_spec(const struct server *s, const struct session *sess, struct js
 int run_shell_start(struct call *c);
 void run_shell_cancel(struct call *c, const char *outcome);
 
+/* write_artifact and read_tool_result finish before their start returns. */
+static void no_cancel(struct call *c, const char *outcome) {
+}
+
 static const struct tool tools[_TOOL_MAX] = {
         [TOOL_ECHO] = { "echo", echo_spec, echo_start, echo_cancel },
         [TOOL_RUN_SHELL] = { "run_shell", run_shell_spec, run_shell_start, run_shell_cancel },
+        [TOOL_WRITE_ARTIFACT] = { "write_artifact", write_artifact_spec, write_artifact_start, no_cancel },
+        [TOOL_READ_TOOL_RESULT] = { "read_tool_result", read_tool_result_spec, read_tool_result_start, no_cancel },
+        [TOOL_HTTP_GET] = { "http_get", http_get_spec, http_get_start, http_get_cancel },
 };
 
 const struct tool *tool_find(const char *name, enum tool_id *ret_id) {
@@ -103,6 +113,19 @@ int tools_specs(const struct server *s, const struct session *sess, struct json_
         }
         *ret = list;
         return 0;
+}
+
+bool session_has_call(const struct session *sess, const char *id) {
+        uint64_t n = MIN(sess->n_call_ids, (uint64_t) SESSION_CALL_IDS_MAX);
+        for (uint64_t i = 0; id && i < n; i++)
+                if (strcmp(sess->call_ids[i], id) == 0)
+                        return true;
+        return false;
+}
+
+static void session_remember_call(struct session *sess, const char *id) {
+        memcpy(sess->call_ids[sess->n_call_ids % SESSION_CALL_IDS_MAX], id, ID_LEN + 1);
+        sess->n_call_ids++;
 }
 
 /* ---- calls ---- */
@@ -142,13 +165,43 @@ static void call_log(const struct call *c, struct json_object *result, uint64_t 
         (void) snprintf(f[0], sizeof f[0], "TOOLSD_UID=%u", (unsigned) c->session->uid);
         (void) snprintf(f[1], sizeof f[1], "TOOLSD_SESSION=%s", c->session->id);
         (void) snprintf(f[2], sizeof f[2], "TOOLSD_SKILL=%s", c->session->skill);
-        (void) snprintf(f[3], sizeof f[3], "TOOLSD_TOOL=%s", c->tool ? c->tool->name : "?");
+        (void) snprintf(f[3], sizeof f[3], "TOOLSD_TOOL=%s", c->tool_name);
         (void) snprintf(f[4], sizeof f[4], "TOOLSD_OUTCOME=%s", outcome);
         (void) snprintf(f[5], sizeof f[5], "TOOLSD_REASON=%s", reason);
         (void) snprintf(f[6], sizeof f[6], "TOOLSD_DURATION_MS=%llu", (unsigned long long) ms);
         (void) snprintf(f[7], sizeof f[7], "TOOLSD_CALL=%s", c->id);
         const char *fields[] = { f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7] };
         log_struct(LOG_INFO, "tool call", fields, ELEMENTSOF(fields));
+}
+
+/* The transcript line. A failure is logged, never the caller's problem:
+ * the host's record (call_log) has the call either way. */
+static void call_audit(const struct call *c, struct json_object *result, uint64_t ms) {
+        const struct session *sess = c->session;
+        struct audit_entry e = {
+                .task_id = sess->task_id,
+                .role = sess->role,
+                .session = sess->id,
+                .skill = sess->skill,
+                .call_id = c->id,
+                .tool = c->tool_name,
+                .arguments = c->args,
+                .result = result,
+                .duration_ms = ms,
+                .uid = sess->uid,
+        };
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        e.timestamp_usec = (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+        _cleanup_json_ struct json_object *rec = audit_record(&e);
+        if (!rec) {
+                log_error("call %s: cannot build its audit record: out of memory", c->id);
+                return;
+        }
+        int r = audit_append(sess->tool_calls_fd, sess->task_id, rec);
+        if (r < 0)
+                log_error_errno(r, "call %s: cannot append to tool_calls/%s.jsonl: %m", c->id, sess->task_id);
 }
 
 void call_finish(struct call *c, struct json_object *result) {
@@ -161,6 +214,7 @@ void call_finish(struct call *c, struct json_object *result) {
         c->finished = true;
         jadd(result, "duration_ms", json_object_new_int64((int64_t) ms));
         call_log(c, result, ms);
+        call_audit(c, result, ms);
 
         struct conn *conn = c->conn;
         if (conn) {
@@ -216,10 +270,34 @@ void call_cancel(struct call *c, const char *outcome) {
         c->tool->cancel(c, outcome);
 }
 
+/* The arguments against the schema the model was shown (ListTools). A
+ * refusal names the field; a schema outside the validator's subset is a
+ * bug here, not the caller's. */
+static int call_check_args(struct call *c, struct json_object **ret_refusal) {
+        _cleanup_json_ struct json_object *spec = NULL;
+        struct json_object *params = NULL;
+        struct schema_error err;
+        char text[512];
+
+        int r = c->tool->spec(c->server, c->session, &spec);
+        if (r < 0)
+                return r;
+        if (!json_object_object_get_ex(spec, "parameters", &params))
+                return -EBADMSG;
+        r = schema_validate(params, c->args, &err);
+        if (r == -EBADMSG)
+                return log_error_errno(r, "tool %s: schema: %s: %s", c->tool->name, err.field, err.reason);
+        if (r < 0) {
+                (void) snprintf(text, sizeof text, "invalid argument '%s': %s", err.field, err.reason);
+                *ret_refusal = refused(c, "arguments", text);
+        }
+        return 0;
+}
+
 void call_start(struct conn *conn, struct session *sess, const char *tool, struct json_object *args,
                 int64_t timeout_ms) {
         struct server *s = conn->server;
-        enum tool_id id;
+        enum tool_id id = _TOOL_MAX;
         const struct tool *t = tool_find(tool, &id);
 
         if (sess->running >= s->config->max_calls_per_session)
@@ -240,6 +318,7 @@ void call_start(struct conn *conn, struct session *sess, const char *tool, struc
         c->session = sess;
         c->conn = conn;
         c->tool = t;
+        (void) snprintf(c->tool_name, sizeof c->tool_name, "%s", tool ? tool : "");
         c->args = args ? json_object_get(args) : json_object_new_object();
         c->start_usec = now_usec();
         c->timeout_ms = timeout_ms > 0 ? (uint32_t) timeout_ms
@@ -268,6 +347,14 @@ void call_start(struct conn *conn, struct session *sess, const char *tool, struc
         }
         if (!json_object_is_type(c->args, json_type_object))
                 return call_finish(c, refused(c, "arguments", "arguments must be a JSON object"));
+        struct json_object *refusal = NULL;
+        if (call_check_args(c, &refusal) < 0)
+                return call_finish(c, result_new("sandbox_error", "internal", "toolsd could not check the arguments",
+                                                 sess->sandboxed));
+        if (refusal)
+                return call_finish(c, refusal);
+        if (id == TOOL_RUN_SHELL)
+                session_remember_call(sess, c->id);
         if (t->start(c) < 0 && !c->finished)
                 call_finish(c, result_new("sandbox_error", "internal", "toolsd could not start the tool",
                                           sess->sandboxed));
