@@ -24,6 +24,7 @@
 #define ID_LEN 32 /* 128 random bits in hex */
 
 struct call;
+struct denylist;
 struct session;
 struct worker;
 
@@ -40,6 +41,7 @@ struct server {
         struct idl_interface *idl_service; /* org.varlink.service */
         const char *config_path;        /* for Doctor */
         struct profile_set *profiles;
+        struct denylist *denylist;      /* the shell profile's tripwire; NULL: not loaded */
         const char *mode;               /* "user" */
         uid_t uid;                      /* who the daemon runs as */
         uint64_t start_usec;

@@ -3,21 +3,32 @@
  * toolsd-exec: the last step before a tool's command runs. bwrap runs it
  * inside the sandbox (or the supervisor runs it directly when unsandboxed);
  * it runs as the peer's uid with no capabilities and applies, in order, the
- * resource limits and then execve() of the command.
+ * resource limits, Landlock, the seccomp filter (only when unsandboxed:
+ * inside bwrap the filter is already loaded by bwrap's --seccomp), then
+ * execve() of the command.
  *
  * It reports on a status fd so the broker never guesses from exit codes:
- * "ready\n" once the limits are set, then "exec ERRNO\n" if execve() fails,
- * else "exit N\n" or "signal N\n" when the command ends. So the command's
+ * "landlock ERRNO\n" or "seccomp ERRNO\n" if a layer cannot be applied (and
+ * the command does not run), "ready\n" once every layer is in place, then
+ * "exec ERRNO\n" if execve() fails, else "exit N\n" or "signal N\n" when the
+ * command ends. So the command's
  * own exit 127 is never mistaken for "not installed", and a command killed
  * by a signal is told apart from one that exits 128+N (which is all bwrap's
  * pid 1 can report). The shim stays as the command's parent for that; the
  * status fd is close-on-exec, so the command never sees it.
  *
- *   toolsd-exec [--status-fd N] [--rlimit NAME=VALUE]... -- COMMAND [ARG]...
+ *   toolsd-exec [--status-fd N] [--rlimit NAME=VALUE]...
+ *               [--landlock-ro PATH]... [--landlock-rw PATH]...
+ *               [--landlock-ro-under PATH]... [--landlock-deny-tcp]
+ *               [--require-landlock] [--seccomp-network|--seccomp-no-network]
+ *               -- COMMAND [ARG]...
  *
- * NAME is cpu, as, fsize, nproc or nofile; core dumps are always off.
+ * NAME is cpu, as, fsize, nproc or nofile; core dumps are always off. Any
+ * --landlock-* option turns Landlock on; a kernel without it is tolerated
+ * (the status says "ready" all the same) unless --require-landlock is given.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +37,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "landlock.h"
+#include "seccomp_filter.h"
+
+/* Each list is bounded well under Landlock's rule limit. */
+#define SHIM_PATHS_MAX 64
+
 static int status_fd = -1;
+
+struct layers {
+        const char *ro[SHIM_PATHS_MAX + 1];
+        const char *rw[SHIM_PATHS_MAX + 1];
+        const char *ro_under[SHIM_PATHS_MAX + 1];
+        size_t n_ro, n_rw, n_ro_under;
+        bool landlock, deny_tcp, require_landlock;
+        int seccomp;            /* -1: not loaded here; 0: no network; 1: network */
+};
 
 static void status(const char *what, int err) {
         char buf[64];
@@ -136,30 +162,97 @@ static int run(char *const cmd[]) {
         return WEXITSTATUS(ws);
 }
 
-int main(int argc, char *argv[]) {
-        int i = 1;
-        struct rlimit zero = { 0, 0 };
+static int add_path(const char **list, size_t *n, const char *path) {
+        if (*n >= SHIM_PATHS_MAX || path[0] != '/')
+                return -1;
+        list[(*n)++] = path;
+        list[*n] = NULL;
+        return 0;
+}
 
-        for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
-                if (strcmp(argv[i], "--status-fd") == 0 && i + 1 < argc) {
-                        status_fd = atoi(argv[++i]);
-                        if (fcntl(status_fd, F_SETFD, FD_CLOEXEC) < 0)
-                                status_fd = -1;
-                } else if (strcmp(argv[i], "--rlimit") == 0 && i + 1 < argc) {
-                        if (set_rlimit(argv[++i]) < 0) {
-                                fprintf(stderr, "toolsd-exec: cannot set limit %s: %s\n", argv[i], strerror(errno));
-                                return 126;
-                        }
-                } else {
-                        fprintf(stderr, "toolsd-exec: unknown argument %s\n", argv[i]);
-                        return 126;
+/* One option at argv[*i]; returns -1 for an unknown or malformed one. */
+static int parse_option(int argc, char *argv[], int *i, struct layers *l) {
+        const char *o = argv[*i], *arg = *i + 1 < argc ? argv[*i + 1] : NULL;
+
+        if (strcmp(o, "--landlock-deny-tcp") == 0)
+                return (void) (l->landlock = l->deny_tcp = true), 0;
+        if (strcmp(o, "--require-landlock") == 0)
+                return (void) (l->require_landlock = true), 0;
+        if (strcmp(o, "--seccomp-network") == 0 || strcmp(o, "--seccomp-no-network") == 0)
+                return (void) (l->seccomp = strcmp(o, "--seccomp-network") == 0), 0;
+        if (!arg)
+                return -1;
+        (*i)++;
+        if (strcmp(o, "--status-fd") == 0) {
+                status_fd = atoi(arg);
+                if (fcntl(status_fd, F_SETFD, FD_CLOEXEC) < 0)
+                        status_fd = -1;
+                return 0;
+        }
+        if (strcmp(o, "--rlimit") == 0) {
+                if (set_rlimit(arg) >= 0)
+                        return 0;
+                fprintf(stderr, "toolsd-exec: cannot set limit %s: %s\n", arg, strerror(errno));
+                return -1;
+        }
+        l->landlock = true;
+        if (strcmp(o, "--landlock-ro") == 0)
+                return add_path(l->ro, &l->n_ro, arg);
+        if (strcmp(o, "--landlock-rw") == 0)
+                return add_path(l->rw, &l->n_rw, arg);
+        if (strcmp(o, "--landlock-ro-under") == 0)
+                return add_path(l->ro_under, &l->n_ro_under, arg);
+        return -1;
+}
+
+/* Landlock, then (unsandboxed only) seccomp: after the limits, before
+ * "ready". Either failing stops the command; a kernel without Landlock
+ * only when it is required. */
+static int apply_layers(const struct layers *l) {
+        int r;
+
+        if (l->landlock || l->require_landlock) {
+                struct landlock_spec spec = {
+                        .ro_paths = l->ro,
+                        .rw_paths = l->rw,
+                        .ro_under_rw = l->ro_under,
+                        .deny_tcp = l->deny_tcp,
+                };
+                r = landlock_apply(&spec, NULL);
+                if (r < 0 && (r != -EOPNOTSUPP || l->require_landlock)) {
+                        status("landlock", -r);
+                        fprintf(stderr, "toolsd-exec: cannot apply Landlock: %s\n", strerror(-r));
+                        return -1;
                 }
         }
+        if (l->seccomp >= 0) {
+                r = seccomp_filter_load(&(struct seccomp_options) { .network = l->seccomp == 1 });
+                if (r < 0) {
+                        status("seccomp", -r);
+                        fprintf(stderr, "toolsd-exec: cannot load the seccomp filter: %s\n", strerror(-r));
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        struct layers l = { .seccomp = -1 };
+        struct rlimit zero = { 0, 0 };
+        int i = 1;
+
+        for (; i < argc && strcmp(argv[i], "--") != 0; i++)
+                if (parse_option(argc, argv, &i, &l) < 0) {
+                        fprintf(stderr, "toolsd-exec: bad argument %s\n", argv[i]);
+                        return 126;
+                }
         if (i + 1 >= argc) {
                 fprintf(stderr, "toolsd-exec: no command\n");
                 return 126;
         }
         if (setrlimit(RLIMIT_CORE, &zero) < 0)
+                return 126;
+        if (apply_layers(&l) < 0)
                 return 126;
 
         status("ready", 0);

@@ -1,11 +1,83 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The sandbox's layers as Doctor reports them (bwrap, seccomp, Landlock,
- * user namespaces), probed once at start-up.
+ * The sandbox's layers as Doctor reports them (seccomp, Landlock, the shell
+ * profile's denylist, and one line with the state of every layer), each
+ * with what a missing one means. bwrap and user namespaces have their own
+ * checks in methods.c; their state comes from the start-up probe.
  *
- * Runs in the broker as the serving uid.
+ * Runs in the broker as the serving uid. Probing Landlock is one syscall,
+ * building the seccomp filter a few milliseconds: cheap enough to do per
+ * Doctor call, and a Doctor that reports the kernel as it is now is worth
+ * more than a cached answer.
  */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "daemon.h"
+#include "denylist.h"
+#include "landlock.h"
+#include "macro.h"
+#include "seccomp_filter.h"
+
+static void check(struct json_object *checks, const char *name, bool ok, const char *fmt, ...) _printf_(4, 5);
+static void check(struct json_object *checks, const char *name, bool ok, const char *fmt, ...) {
+        char detail[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(detail, sizeof detail, fmt, ap);
+        va_end(ap);
+        struct json_object *o = json_object_new_object();
+        (void) json_object_object_add(o, "name", json_object_new_string(name));
+        (void) json_object_object_add(o, "ok", json_object_new_boolean(ok));
+        (void) json_object_object_add(o, "detail", json_object_new_string(detail));
+        (void) json_object_array_add(checks, o);
+}
+
+/* What an ABI below the newest that toolsd uses leaves to the other layers. */
+static const char *landlock_gaps(int abi) {
+        if (abi < 3)
+                return "; lacks truncate control (ABI 3), TCP rules (ABI 4) and signal/abstract-socket scoping "
+                       "(ABI 6)";
+        if (abi < 4)
+                return "; lacks TCP rules (ABI 4: seccomp and the network namespace still cover no-network "
+                       "skills) and signal/abstract-socket scoping (ABI 6)";
+        if (abi < 6)
+                return "; lacks signal/abstract-socket scoping (ABI 6)";
+        return "";
+}
+
+static bool seccomp_works(void) {
+        _cleanup_close_ int fd = -1;
+        return seccomp_filter_build(&(struct seccomp_options) { .network = false }, &fd) >= 0;
+}
 
 void doctor_layers(struct server *s, struct json_object *checks) {
+        bool required = s->config->require_sandbox == REQUIRE_SANDBOX_YES;
+        int abi = landlock_abi();
+        bool seccomp = seccomp_works();
+
+        if (abi > 0)
+                check(checks, "landlock", true, "abi %d: writes only under the artifacts root, /tmp and /dev%s",
+                      abi, landlock_gaps(abi));
+        else
+                check(checks, "landlock", !required, "unavailable (kernel without Landlock, or not in lsm=)%s",
+                      required ? " (RequireSandbox=yes: every call is refused)"
+                               : "; writes are confined by the mounts only");
+        check(checks, "seccomp", seccomp || !required, "%s%s",
+              seccomp ? "available: " : "cannot build the filter",
+              seccomp ? seccomp_describe() : " (every call is refused)");
+        if (s->denylist)
+                check(checks, "denylist", true, "%zu rules (a tripwire for the shell profile, not the boundary)",
+                      denylist_rule_count(s->denylist));
+        else
+                check(checks, "denylist", !profile_set_find(s->profiles, "shell"),
+                      "not loaded: the shell profile refuses every command");
+        check(checks, "layers", (s->sandbox_available && abi > 0 && seccomp) || !required,
+              "bwrap namespaces: %s; seccomp: %s; landlock: %s; rlimits: on; process-group kill: on",
+              s->sandbox_available ? "on" : "off (unsandboxed fallback)",
+              seccomp ? (s->sandbox_available ? "on (loaded by bwrap)" : "on (loaded by toolsd-exec)") : "off",
+              abi > 0 ? "on" : "off");
 }

@@ -30,6 +30,7 @@
 
 #include "config-paths.h"
 #include "daemon.h"
+#include "denylist.h"
 #include "io.toolsd.varlink.h"
 #include "log.h"
 #include "master.h"
@@ -150,6 +151,16 @@ static int load_config(struct server *s, const struct options *o, struct toolsd_
         if (!profile_set_find(s->profiles, "passive"))
                 return log_error_errno(EINVAL, "No 'passive' profile in %s: the default profile must exist",
                                        cfg->profiles_dir);
+        /* The shell profile's denylist sits beside profiles.d; without it
+         * that profile runs nothing, a broken one stops the daemon. */
+        _cleanup_free_ char *dl = NULL;
+        if (asprintf(&dl, "%s/../denylist.conf", cfg->profiles_dir) < 0)
+                return log_error_errno(ENOMEM, "Out of memory");
+        r = denylist_load_file(dl, &s->denylist, &err);
+        if (r == -ENOENT)
+                log_warning("No %s: the shell profile refuses every command", dl);
+        else if (r < 0)
+                return log_error_errno(r, "Bad denylist %s: %s", dl, err ? err : strerror(-r));
 
         r = idl_parse(io_toolsd_varlink, &s->idl, &err);
         if (r >= 0)
@@ -423,6 +434,7 @@ int main(int argc, char *argv[]) {
         if (r < 0)
                 log_warning("event loop closed with handles open: %s", uv_strerror(r));
         profile_set_free(s.profiles);
+        denylist_free(s.denylist);
         idl_free(s.idl);
         idl_free(s.idl_service);
         config_done(&cfg);

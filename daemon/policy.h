@@ -129,6 +129,10 @@ void profile_set_free(struct profile_set *s);
 
 const struct profile *profile_set_find(const struct profile_set *s, const char *name);
 const char *profile_name(const struct profile *p);
+/* A "shell" profile: run_shell passes the command string to /bin/sh -c in
+ * the sandbox after the credential-exfiltration denylist (denylist.h) has
+ * checked it; it has no shapes (profile_shapes gives an empty list). */
+bool profile_is_shell(const struct profile *p);
 /* A NULL-terminated list of the profile's allow shapes as written (for the
  * tool description), includes flattened in place. Owned by the set. */
 const char *const *profile_shapes(const struct profile *p);

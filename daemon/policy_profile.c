@@ -73,6 +73,7 @@ struct profile {
         char *name;
         const char *file;
         unsigned line;
+        bool shell;             /* "shell": a /bin/sh -c string, no shapes */
         struct shape *shapes;   /* own allow shapes */
         size_t n_shapes, cap_shapes;
         struct shape *denies;   /* own deny rules; never inherited */
@@ -560,6 +561,23 @@ static int parse_deny_line(struct parser *p, const char *rest, const char *end) 
         return 0;
 }
 
+/* "shell": the profile runs the command string as /bin/sh -c after the
+ * denylist check. Alone in its profile: shapes and a shell cannot both
+ * decide. */
+static int parse_shell_line(struct parser *p, const char *rest, const char *end) {
+        const char *w;
+        size_t wn;
+
+        if (next_word(&rest, end, &w, &wn))
+                return parse_error(p, "'shell' takes no argument");
+        if (p->cur->n_items > 0 || p->cur->n_denies > 0)
+                return parse_error(p, "'shell' in profile '%s', which has shapes", p->cur->name);
+        if (p->cur->shell)
+                return parse_error(p, "'shell' twice in profile '%s'", p->cur->name);
+        p->cur->shell = true;
+        return 0;
+}
+
 /* Refuses control characters (tab is a blank) and invalid UTF-8: what the
  * files say ends up in messages to the model and in JSON. */
 static int check_line_bytes(struct parser *p, const char *s, size_t n) {
@@ -590,11 +608,16 @@ static int parse_line(struct parser *p, const char *s, size_t n) {
         if (kn == 7 && memcmp(kw, "profile", 7) == 0)
                 return parse_profile_line(p, s, end);
         if (!((kn == 7 && memcmp(kw, "include", 7) == 0) || (kn == 5 && memcmp(kw, "allow", 5) == 0) ||
-              (kn == 4 && memcmp(kw, "deny", 4) == 0)))
-                return parse_error(p, "unknown keyword '%.*s' (expected profile, include, allow or deny)",
+              (kn == 4 && memcmp(kw, "deny", 4) == 0) || (kn == 5 && memcmp(kw, "shell", 5) == 0)))
+                return parse_error(p, "unknown keyword '%.*s' (expected profile, include, allow, deny or shell)",
                                    (int) kn, kw);
         if (!p->cur)
                 return parse_error(p, "'%.*s' before any 'profile' line in this file", (int) kn, kw);
+        if (kw[0] == 's')
+                return parse_shell_line(p, s, end);
+        if (p->cur->shell)
+                return parse_error(p, "'%.*s' in shell profile '%s': a shell profile has no shapes",
+                                   (int) kn, kw, p->cur->name);
         if (kw[0] == 'i')
                 return parse_include_line(p, s, end);
         if (kw[0] == 'a')
@@ -693,6 +716,10 @@ static int resolve(struct profile_set *s, char **ret_error) {
                         if (it->is_include && !set_lookup(s, it->include, &it->index))
                                 return error_line(ret_error, it->file, it->line,
                                                   "include of unknown profile '%s'", it->include);
+                        if (it->is_include && s->profiles[it->index]->shell)
+                                return error_line(ret_error, it->file, it->line,
+                                                  "include of shell profile '%s', which has no shapes",
+                                                  it->include);
                 }
         visited = calloc(MAX(s->n_profiles, (size_t) 1), sizeof(bool));
         if (!visited)
@@ -896,6 +923,10 @@ const struct profile *profile_set_find(const struct profile_set *s, const char *
         if (!s || !name)
                 return NULL;
         return set_lookup(s, name, NULL);
+}
+
+bool profile_is_shell(const struct profile *p) {
+        return p && p->shell;
 }
 
 const char *profile_name(const struct profile *p) {

@@ -4,7 +4,10 @@
  * profile, its file arguments checked beneath the artifacts root, then run in
  * the bwrap sandbox (or, where the sandbox is unavailable and the server
  * allows it, as a plain process with every other layer) under the
- * supervisor.
+ * supervisor. Under a `shell` profile the command string instead goes to
+ * /bin/sh -c in the same sandbox, once the credential-exfiltration denylist
+ * has passed it. The layers behind bwrap (seccomp, loaded by bwrap; Landlock
+ * and the rlimits, applied by the exec shim) are in docs/sandbox-layers.md.
  *
  * Runs in the broker as the serving uid. Everything in the arguments is the
  * model's: it is refused here with a result the model can read and act on.
@@ -15,12 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config-paths.h"
 #include "daemon.h"
+#include "denylist.h"
 #include "log.h"
 #include "sandbox.h"
+#include "seccomp_filter.h"
 
 #define TEXT_MAX (64u * 1024u)
 /* What the text may use before its notes (truncation, no network). */
@@ -28,6 +35,7 @@
 
 int run_shell_spec(const struct server *s, const struct session *sess, struct json_object **ret);
 int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, char ***ret);
+int run_shell_seccomp_fd(const struct server *s, bool network, int *ret_fd);
 int run_shell_start(struct call *c);
 void run_shell_cancel(struct call *c, const char *outcome);
 
@@ -43,14 +51,22 @@ int run_shell_spec(const struct server *s, const struct session *sess, struct js
 
         if (!desc)
                 return -ENOMEM;
-        len = (size_t) snprintf(desc, cap,
+        if (profile_is_shell(sess->profile))
+                (void) snprintf(desc, cap,
+                                "Run one shell command line with /bin/sh -c in a sandbox%s and return its exit "
+                                "code, stdout and stderr. Pipes, redirections and variables work. Files must be "
+                                "under the artifacts root (%s), which is the working directory; nothing else is "
+                                "writable but /tmp. Commands that read or send credentials are refused.",
+                                sess->network ? "" : " without network access", sess->root_path);
+        else
+                len = (size_t) snprintf(desc, cap,
                                 "Run one command in a sandbox%s and return its exit code, stdout and stderr. "
                                 "The command is split like a POSIX shell splits words (quotes and backslashes "
                                 "work) but is never run by a shell: no pipes, redirections, globs, variables "
                                 "or command substitution. Files must be under the artifacts root (%s), which "
                                 "is the working directory. Profile '%s' allows only these command shapes:",
                                 sess->network ? "" : " without network access", sess->root_path, name);
-        for (size_t i = 0; shapes && shapes[i] && len < cap - 256; i++)
+        for (size_t i = 0; len > 0 && shapes && shapes[i] && len < cap - 256; i++)
                 len += (size_t) snprintf(desc + len, cap - len, "%s %s", i ? ";" : "", shapes[i]);
         if (strcmp(name, "passive") == 0 && len < cap - 256)
                 (void) snprintf(desc + len, cap - len,
@@ -67,6 +83,9 @@ int run_shell_spec(const struct server *s, const struct session *sess, struct js
                 "\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
                 "\"description\":\"The command as a list of words, instead of command.\"}},"
                 "\"additionalProperties\":false}");
+        if (params && profile_is_shell(sess->profile))
+                /* A list of words means nothing to a shell profile. */
+                json_object_object_del(json_object_object_get(params, "properties"), "argv");
         if (!params) {
                 json_object_put(spec);
                 return -ENOMEM;
@@ -366,39 +385,163 @@ static const char *exec_shim_path(void) {
         return NULL;
 }
 
-/* Fds 3, 4 and 5 in the child: root, tool_calls, and the shim's status. */
+/* The child's fds: the session's root, tool_calls/, the seccomp program
+ * (bwrap's --seccomp; in the unsandboxed fallback unused, the shim loads the
+ * filter itself), then the shim's status pipe, which the supervisor places
+ * right after the passed fds. */
 #define CHILD_ROOT_FD 3
 #define CHILD_TOOL_CALLS_FD 4
-#define CHILD_STATUS_FD 5
+#define CHILD_SECCOMP_FD 5
+#define CHILD_STATUS_FD 6
 
-static int shim_args(const struct session *sess, char ***ret) {
-        const struct session_limits *l = &sess->limits;
-        char buf[6][64];
-        (void) snprintf(buf[0], sizeof buf[0], "%d", CHILD_STATUS_FD);
-        (void) snprintf(buf[1], sizeof buf[1], "cpu=%llu", (unsigned long long) l->cpu_seconds);
-        (void) snprintf(buf[2], sizeof buf[2], "as=%llu", (unsigned long long) l->memory_bytes);
-        (void) snprintf(buf[3], sizeof buf[3], "fsize=%llu", (unsigned long long) l->file_size_bytes);
-        (void) snprintf(buf[4], sizeof buf[4], "nproc=%llu", (unsigned long long) l->processes);
-        (void) snprintf(buf[5], sizeof buf[5], "nofile=%llu", (unsigned long long) l->open_files);
-        const char *v[] = { "--status-fd", buf[0], "--rlimit", buf[1], "--rlimit", buf[2], "--rlimit", buf[3],
-                            "--rlimit", buf[4], "--rlimit", buf[5], NULL };
-        char **out = calloc(ELEMENTSOF(v), sizeof *out);
-        if (!out)
-                return -ENOMEM;
-        for (size_t i = 0; v[i]; i++)
-                if (!(out[i] = strdup(v[i]))) {
-                        strv_free(out);
+/* The filter of each network mode, compiled once (libseccomp takes about
+ * 2 ms). Every call gets a memfd of its own: bwrap reads the fd to EOF, and
+ * a shared one (dup'ed fds share the offset) would leave the next call an
+ * empty program. */
+static struct {
+        void *bpf;
+        size_t len;
+} seccomp_programs[2];
+
+static int seccomp_program(bool network, const void **ret_bpf, size_t *ret_len) {
+        typeof(seccomp_programs[0]) *p = &seccomp_programs[network];
+        struct stat st;
+        int r;
+
+        if (!p->bpf) {
+                _cleanup_close_ int fd = -1;
+                r = seccomp_filter_build(&(struct seccomp_options) { .network = network }, &fd);
+                if (r < 0)
+                        return r;
+                if (fstat(fd, &st) < 0)
+                        return -errno;
+                if (st.st_size <= 0 || st.st_size > 1024 * 1024)
+                        return -EBADMSG;
+                _cleanup_free_ void *bpf = malloc((size_t) st.st_size);
+                if (!bpf)
                         return -ENOMEM;
-                }
-        *ret = out;
+                if (pread(fd, bpf, (size_t) st.st_size, 0) != st.st_size)
+                        return -EIO;
+                p->bpf = TAKE_PTR(bpf);
+                p->len = (size_t) st.st_size;
+        }
+        *ret_bpf = p->bpf;
+        *ret_len = p->len;
+        return 0;
+}
+
+/* A fresh sealed memfd at offset 0 holding the session's seccomp program,
+ * for bwrap's --seccomp (worker_spec.pass_fds[2]). The caller closes it
+ * once the worker has started. */
+int run_shell_seccomp_fd(const struct server *s, bool network, int *ret_fd) {
+        const void *bpf = NULL;
+        size_t len = 0;
+        int r = seccomp_program(network, &bpf, &len);
+        if (r < 0)
+                return r;
+
+        _cleanup_close_ int fd = memfd_create("toolsd-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, bpf, len) != (ssize_t) len)
+                return -EIO;
+        if (lseek(fd, 0, SEEK_SET) < 0 ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+                return -errno;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+struct strv_builder {
+        char **v;
+        size_t n;
+        int error;
+};
+
+static void sb_add(struct strv_builder *b, const char *a, const char *x) {
+        char **v;
+
+        if (b->error < 0)
+                return;
+        v = reallocarray(b->v, b->n + 3, sizeof *v);
+        if (!v) {
+                b->error = -ENOMEM;
+                return;
+        }
+        b->v = v;
+        v[b->n] = strdup(a);
+        v[b->n + 1] = x ? strdup(x) : NULL;
+        v[b->n + 2] = NULL;
+        if (!v[b->n] || (x && !v[b->n + 1])) {
+                b->error = -ENOMEM;
+                free(v[b->n]);
+                free(v[b->n + 1]);
+                v[b->n] = NULL;
+                return;
+        }
+        b->n += x ? 2 : 1;
+}
+
+static void sb_add_u(struct strv_builder *b, const char *a, const char *name, unsigned long long v) {
+        char buf[64];
+        (void) snprintf(buf, sizeof buf, "%s%s%llu", name, *name ? "=" : "", v);
+        sb_add(b, a, buf);
+}
+
+/* Landlock as the shim applies it (docs/sandbox-layers.md): read everything
+ * the sandbox shows, write only under the root, /tmp and /dev, tool_calls/
+ * checked read-only, no TCP without network. Unsandboxed, the host's "/"
+ * is what "shows", and tool_calls/ has no read-only mount to check. */
+static void shim_landlock_args(const struct server *s, const struct session *sess, struct strv_builder *b) {
+        bool required = s->config->require_sandbox == REQUIRE_SANDBOX_YES;
+
+        sb_add(b, "--landlock-ro", "/");
+        sb_add(b, "--landlock-rw", sess->root_path);
+        sb_add(b, "--landlock-rw", "/tmp");
+        sb_add(b, "--landlock-rw", "/dev");
+        if (sess->sandboxed && sess->tool_calls_fd >= 0) {
+                _cleanup_free_ char *tc = NULL;
+                if (asprintf(&tc, "%s/tool_calls", sess->root_path) < 0)
+                        b->error = -ENOMEM;
+                else
+                        sb_add(b, "--landlock-ro-under", tc);
+        }
+        if (!sess->network)
+                sb_add(b, "--landlock-deny-tcp", NULL);
+        if (required)
+                sb_add(b, "--require-landlock", NULL);
+}
+
+static int shim_args(const struct server *s, const struct session *sess, char ***ret) {
+        const struct session_limits *l = &sess->limits;
+        struct strv_builder b = {};
+
+        sb_add_u(&b, "--status-fd", "", CHILD_STATUS_FD);
+        sb_add_u(&b, "--rlimit", "cpu", (unsigned long long) l->cpu_seconds);
+        sb_add_u(&b, "--rlimit", "as", (unsigned long long) l->memory_bytes);
+        sb_add_u(&b, "--rlimit", "fsize", (unsigned long long) l->file_size_bytes);
+        sb_add_u(&b, "--rlimit", "nproc", (unsigned long long) l->processes);
+        sb_add_u(&b, "--rlimit", "nofile", (unsigned long long) l->open_files);
+        shim_landlock_args(s, sess, &b);
+        /* Without bwrap nobody else loads the filter. */
+        if (!sess->sandboxed)
+                sb_add(&b, sess->network ? "--seccomp-network" : "--seccomp-no-network", NULL);
+        if (b.error < 0 || !b.v) {
+                strv_free(b.v);
+                return b.error < 0 ? b.error : -ENOMEM;
+        }
+        *ret = b.v;
         return 0;
 }
 
 /* The argv the supervisor executes for argv in this session: bwrap's, or
- * the shim's directly when unsandboxed. The child gets the session's root
- * at fd 3, tool_calls/ at fd 4 and the shim's status pipe at fd 5 (see
- * run_shell_start). Other tools that run a program (http_get's worker) use
- * it too. */
+ * the shim's directly when unsandboxed. The child must get the session's
+ * root at fd 3, tool_calls/ at fd 4, a seccomp memfd from
+ * run_shell_seccomp_fd() at fd 5 (pass_fds = { root_fd, tool_calls_fd,
+ * seccomp_fd }) and so the shim's status pipe at fd 6. Unsandboxed, fd 5
+ * is not read (the shim loads the filter) but still passed, so the status
+ * fd stays at 6. Other tools that run a program (http_get's worker) use it
+ * too. */
 int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, char ***ret) {
         const char *shim = exec_shim_path();
         _cleanup_strv_free_ char **sargs = NULL;
@@ -406,7 +549,7 @@ int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, cha
 
         if (!shim)
                 return -ENOENT;
-        r = shim_args(sess, &sargs);
+        r = shim_args(s, sess, &sargs);
         if (r < 0)
                 return r;
 
@@ -421,30 +564,25 @@ int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, cha
                         .envp = (const char *const *) sess->envp,
                         .argv = (const char *const *) argv,
                         .json_status_fd = -1,
-                        .seccomp_fd = -1,
+                        .seccomp_fd = CHILD_SECCOMP_FD,
                         .exec_shim = shim,
                         .shim_args = (const char *const *) sargs,
                 };
                 return sandbox_argv_build(&m, ret);
         }
 
-        size_t ns = strv_length(sargs), na = strv_length(argv);
-        char **v = calloc(ns + na + 3, sizeof *v);
-        if (!v)
-                return -ENOMEM;
-        size_t k = 0;
-        v[k++] = strdup(shim);
-        for (size_t i = 0; i < ns; i++)
-                v[k++] = strdup(sargs[i]);
-        v[k++] = strdup("--");
-        for (size_t i = 0; i < na; i++)
-                v[k++] = strdup(argv[i]);
-        for (size_t i = 0; i < k; i++)
-                if (!v[i]) {
-                        strv_free(v);
-                        return -ENOMEM;
-                }
-        *ret = v;
+        struct strv_builder b = {};
+        sb_add(&b, shim, NULL);
+        for (size_t i = 0; sargs[i]; i++)
+                sb_add(&b, sargs[i], NULL);
+        sb_add(&b, "--", NULL);
+        for (size_t i = 0; argv[i]; i++)
+                sb_add(&b, argv[i], NULL);
+        if (b.error < 0) {
+                strv_free(b.v);
+                return b.error;
+        }
+        *ret = b.v;
         return 0;
 }
 
@@ -474,41 +612,116 @@ static struct json_object *check_paths(struct call *c, char **argv, const struct
         return NULL;
 }
 
-int run_shell_start(struct call *c) {
-        struct server *s = c->server;
+/* The shell profile: the denylist checks the string, then /bin/sh -c runs
+ * it. A refusal names the denylist and which part matched, never the rule
+ * (the model should not learn to walk around it; the log has the rule). */
+static struct json_object *shell_argv(struct call *c, char ***ret_argv) {
+        struct session *sess = c->session;
+        struct json_object *cmd = NULL;
+        enum denylist_verdict v;
+        const char *rule = NULL;
+
+        if (json_object_object_length(c->args) != 1 || !json_object_object_get_ex(c->args, "command", &cmd) ||
+            !json_object_is_type(cmd, json_type_string))
+                return result_new("refused", "arguments",
+                                  "the shell profile takes one argument, command: a string for /bin/sh -c",
+                                  sess->sandboxed);
+        const char *str = json_object_get_string(cmd);
+        size_t len = (size_t) json_object_get_string_len(cmd);
+        if (!c->server->denylist)
+                return result_new("refused", "denylist",
+                                  "Refused: the credential-exfiltration denylist is not loaded on this server, "
+                                  "so the shell profile runs nothing.",
+                                  sess->sandboxed);
+        int r = denylist_check(c->server->denylist, str, len, &v, &rule);
+        if (r == -ENOMEM)
+                return NULL;
+        if (r < 0)
+                return result_new("refused", "arguments",
+                                  r == -E2BIG ? "command too long for the shell profile"
+                                              : "command must not contain NUL bytes",
+                                  sess->sandboxed);
+        if (v != DENYLIST_OK) {
+                log_info("call %.8s…: shell command refused by denylist rule %s", c->id, rule ? rule : "?");
+                return result_new("refused", "denylist", denylist_message(v), sess->sandboxed);
+        }
+        char **argv = calloc(4, sizeof *argv);
+        if (!argv || !(argv[0] = strdup("/bin/sh")) || !(argv[1] = strdup("-c")) || !(argv[2] = strdup(str))) {
+                strv_free(argv);
+                return NULL;
+        }
+        *ret_argv = argv;
+        return NULL;
+}
+
+/* Split, match, check paths: NULL and *ret_argv when the command may run,
+ * else the refusal. */
+static struct json_object *command_argv(struct call *c, char ***ret_argv, int *ret_error) {
         struct session *sess = c->session;
         _cleanup_strv_free_ char **argv = NULL;
         struct profile_match m = { 0 };
         char why[512];
         int r;
 
-        r = args_to_argv(c, &argv, why, sizeof why);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                call_finish(c, result_new("refused", "arguments", why, sess->sandboxed));
-                return 0;
+        *ret_error = 0;
+        if (profile_is_shell(sess->profile)) {
+                struct json_object *refusal = shell_argv(c, &argv);
+                if (!refusal && !argv)
+                        *ret_error = -ENOMEM;
+                *ret_argv = TAKE_PTR(argv);
+                return refusal;
         }
-
+        r = args_to_argv(c, &argv, why, sizeof why);
+        if (r < 0) {
+                *ret_error = r == -ENOMEM ? r : 0;
+                return r == -ENOMEM ? NULL : result_new("refused", "arguments", why, sess->sandboxed);
+        }
         r = profile_match(sess->profile, argv, &m);
-        if (r < 0)
-                return r;
+        if (r < 0) {
+                *ret_error = r;
+                return NULL;
+        }
         if (!m.allowed) {
-                call_finish(c, result_new("refused", "profile", m.message, sess->sandboxed));
+                struct json_object *refusal = result_new("refused", "profile", m.message, sess->sandboxed);
                 profile_match_done(&m);
-                return 0;
+                return refusal;
         }
         struct json_object *refusal = check_paths(c, argv, &m);
         profile_match_done(&m);
-        if (refusal) {
-                call_finish(c, refusal);
-                return 0;
-        }
+        if (refusal)
+                return refusal;
         if (!program_exists(argv[0])) {
                 char text[512];
                 _cleanup_free_ char *shown = text_of(argv[0], strnlen(argv[0], 128));
                 (void) snprintf(text, sizeof text, "[INFO] tool '%s' not installed", shown ? shown : "?");
-                call_finish(c, result_new("not_installed", NULL, text, sess->sandboxed));
+                return result_new("not_installed", NULL, text, sess->sandboxed);
+        }
+        *ret_argv = TAKE_PTR(argv);
+        return NULL;
+}
+
+int run_shell_start(struct call *c) {
+        struct server *s = c->server;
+        struct session *sess = c->session;
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_close_ int seccomp_fd = -1;
+        int r;
+
+        struct json_object *refusal = command_argv(c, &argv, &r);
+        if (r < 0)
+                return r;
+        if (refusal) {
+                call_finish(c, refusal);
+                return 0;
+        }
+
+        /* Fail closed: a sandbox without its filter is not the one the
+         * docs describe. Unsandboxed, the shim loads it (fd 5 unused). */
+        r = run_shell_seccomp_fd(s, sess->network, &seccomp_fd);
+        if (r < 0) {
+                log_error_errno(r, "cannot build the seccomp filter: %m");
+                call_finish(c, result_new("sandbox_error", "setup", "toolsd could not build the seccomp filter",
+                                          sess->sandboxed));
                 return 0;
         }
 
@@ -527,7 +740,7 @@ int run_shell_start(struct call *c) {
                 return 0;
         }
 
-        int fds[] = { sess->root_fd, sess->tool_calls_fd };
+        int fds[] = { sess->root_fd, sess->tool_calls_fd, seccomp_fd };
         struct worker_spec spec = {
                 .argv = run->bwrap_argv,
                 .envp = sess->sandboxed ? (char *const[]) { "PATH=/usr/bin:/bin", NULL } : sess->envp,
