@@ -100,6 +100,12 @@ int write_artifact_start(struct call *c) {
         if (r < 0)
                 return r;
 
+        if (n > c->server->config->max_write_bytes) {
+                (void) snprintf(text, sizeof text, "content: %zu bytes; write_artifact writes at most %" PRIu64,
+                                n, c->server->config->max_write_bytes);
+                call_finish(c, result_new("refused", "arguments", text, sess->sandboxed));
+                return 0;
+        }
         /* The path went through the schema (at most 1024 characters) and
          * artifact_path_check before it is shown back. */
         r = artifact_write(sess->root_fd, path, strlen(path), data, n, c->server->config->max_write_bytes, &reason);
