@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sysexits.h>
@@ -72,6 +73,7 @@ enum {
         OPT_TIMEOUT,
         OPT_STREAM,
         OPT_VERSION,
+        OPT_SESSION,
         _OPT_MAX,
 };
 #define OPT_BIT(o) (1u << ((o) - OPT_SOCKET))
@@ -98,6 +100,7 @@ static const struct option options[] = {
         { "sandbox",   required_argument, NULL, OPT_SANDBOX   },
         { "timeout",   required_argument, NULL, OPT_TIMEOUT   },
         { "stream",    no_argument,       NULL, OPT_STREAM    },
+        { "session",   required_argument, NULL, OPT_SESSION   },
         {}
 };
 
@@ -112,6 +115,7 @@ static const char **arg_pass_env;
 static size_t arg_n_pass_env;
 static const char *arg_artifacts;
 static const char *arg_task;
+static const char *arg_session;
 static const char *arg_run;
 static const char *arg_role;
 static const char *arg_sandbox;
@@ -1235,6 +1239,133 @@ static int verb_run(char **args, size_t n) {
         return result_exit_status(result);
 }
 
+/* ---- log: the transcript, read from the file (no daemon needed) ------- */
+
+#define LOG_LINE_MAX (256u * 1024u) /* the daemon writes at most 64 KiB */
+
+static const char *jfield(struct json_object *o, const char *key) {
+        struct json_object *v = NULL;
+        return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+/* A copy of s (at most max bytes) with control characters shown as '?':
+ * the transcript holds the model's input, which must not drive the
+ * terminal. */
+static const char *log_clean(const char *s, char *buf, size_t max) {
+        size_t k = 0;
+        for (; s && s[k] && s[k] != '\n' && k < max - 1; k++)
+                buf[k] = (unsigned char) s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
+        buf[k] = '\0';
+        return s ? buf : "?";
+}
+
+/* One call in a few lines: when, what, how it ended, what was asked, and
+ * the first line of what the model read. */
+static void log_entry_print(struct json_object *e) {
+        struct json_object *res = NULL, *a = NULL;
+        const char *reason = jfield(e, "reason"), *text = NULL, *args = "{}";
+        char b[6][161];
+
+        if (json_object_object_get_ex(e, "result", &res))
+                text = jfield(res, "text");
+        if (json_object_object_get_ex(e, "arguments", &a) && a)
+                args = json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        printf("%s %s %s%s%s %sms call %s session %s\n", log_clean(jfield(e, "timestamp"), b[0], 64),
+               log_clean(jfield(e, "tool"), b[1], 80), log_clean(jfield(e, "outcome"), b[2], 32), reason ? "/" : "",
+               reason ? log_clean(reason, b[3], 32) : "", jfield(e, "duration_ms") ?: "?",
+               log_clean(jfield(e, "call_id"), b[4], 40), log_clean(jfield(e, "session"), b[5], 40));
+        printf("  arguments: %s%s\n", log_clean(args, b[0], 161), strlen(args) > 160 ? " ..." : "");
+        printf("  text: %s%s\n", log_clean(text ?: "", b[1], 161),
+               text && (strlen(text) > 160 || strchr(text, '\n')) ? " ..." : "");
+}
+
+static int log_file_print(int dirfd, const char *name) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_fclose_ FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        ssize_t n;
+
+        if (!f) {
+                fprintf(stderr, "toolsctl: tool_calls/%s: %s\n", name, strerror(errno));
+                return -errno;
+        }
+        fd = -1; /* f owns it */
+        while ((n = getline(&line, &cap, f)) > 0) {
+                if ((size_t) n > LOG_LINE_MAX)
+                        continue;
+                _cleanup_json_ struct json_object *e = json_tokener_parse(line);
+                if (!e || !json_object_is_type(e, json_type_object)) {
+                        fprintf(stderr, "toolsctl: tool_calls/%s: a line that is not a JSON object\n", name);
+                        continue;
+                }
+                const char *sess = jfield(e, "session");
+                if (arg_session && (!sess || !streq(sess, arg_session)))
+                        continue;
+                if (arg_json)
+                        fputs(line, stdout);
+                else
+                        log_entry_print(e);
+        }
+        return 0;
+}
+
+static int log_name_cmp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int verb_log(char **args, size_t n) {
+        _cleanup_free_ char *path = NULL;
+        char name[160];
+        int r = 0;
+
+        if (asprintf(&path, "%s/tool_calls", arg_artifacts ?: ".") < 0)
+                return -ENOMEM;
+        _cleanup_close_ int dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0) {
+                fprintf(stderr, "toolsctl: %s: %s\n", path, strerror(errno));
+                return -errno;
+        }
+        if (arg_task) {
+                if (strchr(arg_task, '/') || strlen(arg_task) > 128) {
+                        fputs("toolsctl: --task wants a task id\n", stderr);
+                        return -EINVAL;
+                }
+                (void) snprintf(name, sizeof name, "%s.jsonl", arg_task);
+                return log_file_print(dirfd, name);
+        }
+        /* Every task's transcript, in name order. */
+        DIR *d = fdopendir(dup(dirfd));
+        if (!d)
+                return -errno;
+        char **names = NULL;
+        size_t k = 0;
+        for (struct dirent *de; (de = readdir(d));) {
+                size_t l = strlen(de->d_name);
+                if (l < 7 || !streq(de->d_name + l - 6, ".jsonl") || de->d_name[0] == '.')
+                        continue;
+                char **nn = realloc(names, (k + 1) * sizeof *nn);
+                if (!nn || !(nn[k] = strdup(de->d_name))) {
+                        free(nn ? nn : names);
+                        names = NULL;
+                        r = -ENOMEM;
+                        break;
+                }
+                names = nn;
+                k++;
+        }
+        (void) closedir(d);
+        if (names)
+                qsort(names, k, sizeof *names, log_name_cmp);
+        for (size_t i = 0; names && i < k; i++) {
+                int q = log_file_print(dirfd, names[i]);
+                r = r < 0 ? r : q;
+                free(names[i]);
+        }
+        free(names);
+        return r < 0 ? r : EXIT_SUCCESS;
+}
+
 /* ---- command line ----------------------------------------------------- */
 
 struct verb {
@@ -1258,6 +1389,8 @@ static const struct verb verbs[] = {
         { "call",       3, 3,        OPT_BIT(OPT_TIMEOUT) | OPT_BIT(OPT_STREAM), false, verb_call     },
         { "cancel",     1, 1,        0,                                        false, verb_cancel     },
         { "run",        1, SIZE_MAX, OPTS_SESSION | OPT_BIT(OPT_TIMEOUT),      true,  verb_run        },
+        { "log",        0, 0,        OPT_BIT(OPT_ARTIFACTS) | OPT_BIT(OPT_TASK) | OPT_BIT(OPT_SESSION),
+                                                                               false, verb_log        },
 };
 
 static void help(void) {
@@ -1273,6 +1406,7 @@ static void help(void) {
                "  call SESSION TOOL JSON     Call a tool with JSON arguments\n"
                "  cancel CALL_ID             Cancel a running call\n"
                "  run [OPTIONS] [--] CMD...  Run one command in a fresh session\n"
+               "  log [--task T] [--session S]  Show the transcript under --artifacts DIR\n"
                "  info                       Show the service's Varlink info\n"
                "  introspect [INTERFACE]     Show the Varlink interface description\n\n"
                "Options:\n"
@@ -1289,7 +1423,8 @@ static void help(void) {
                "     --task ID --run ID --role R  Session metadata\n"
                "     --sandbox MODE          auto, required or off\n"
                "     --timeout S             Time limit of the call in seconds\n"
-               "     --stream                Stream the call's output (call)\n\n"
+               "     --stream                Stream the call's output (call)\n"
+               "     --session S             Only this session's calls (log)\n\n"
                "See toolsctl(1).\n",
                program_invocation_short_name);
 }
@@ -1342,6 +1477,9 @@ static int parse_option(int c, const char *optarg_) {
                 break;
         case OPT_TASK:
                 arg_task = optarg_;
+                break;
+        case OPT_SESSION:
+                arg_session = optarg_;
                 break;
         case OPT_RUN:
                 arg_run = optarg_;
