@@ -272,10 +272,11 @@ def test_argv_form_equals_command_form(full, argv):
 @pytest.mark.parametrize("arguments,why", [
     ({}, "give exactly one of command (a string) or argv (a list of strings)"),
     ({"command": "ls", "argv": ["ls"]}, "give exactly one of command (a string) or argv (a list of strings)"),
-    ({"command": 5}, "command must be a string"),
+    # The tool's schema answers first, naming the field.
+    ({"command": 5}, "invalid argument 'command': must be a string"),
     ({"argv": []}, "argv must be a list of 1 to"),
-    ({"argv": ["ls", 3]}, "argv[1] must be a string"),
-    ({"cmd": "ls"}, "unknown argument 'cmd'"),
+    ({"argv": ["ls", 3]}, "invalid argument 'argv[1]': must be a string"),
+    ({"cmd": "ls"}, "invalid argument 'cmd': is not a known field"),
     ({"command": "ls 'unterminated"}, "cannot split command: "),
 ])
 def test_bad_arguments(full, arguments, why):
