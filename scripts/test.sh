@@ -2,8 +2,9 @@
 # Sets everything up and runs the whole test suite:
 #   unit tests (cmocka, TAP) of a gcc build, the integration tests (pytest,
 #   a real toolsd, real bwrap, real clients) against it, a clang build with
-#   the same -Werror list, and unit plus integration tests again under
-#   AddressSanitizer and UndefinedBehaviorSanitizer.
+#   the same -Werror list, unit plus integration tests again under
+#   AddressSanitizer and UndefinedBehaviorSanitizer, and a short libFuzzer
+#   run of every fuzz target (FUZZ_SECONDS each: 60 in CI, 10 otherwise).
 # Ends with the line "N passed, N failed" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -91,6 +92,35 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 unit build-asan asan
 integration "$src/build-asan" asan tests/integration/test_protocol.py
 unset ASAN_OPTIONS UBSAN_OPTIONS
+
+# libFuzzer: each target runs for FUZZ_SECONDS over a copy of its seed
+# corpus (what it finds stays out of the tree) and counts as one test; a
+# crash leaves its input in $out/fuzz-NAME/ (docs/sandbox-layers.md says
+# how to run longer and turn a crash into a regression test).
+fuzz_one() {
+        local target=$1 seeds=$2 work=$3 secs=$4
+        rm -rf "$work"
+        mkdir -p "$work/corpus"
+        cp -r "$seeds/." "$work/corpus/"
+        "$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+                -artifact_prefix="$work/" "$work/corpus"
+}
+
+fuzz() {
+        local secs=${FUZZ_SECONDS:-$([[ ${CI:-} == true ]] && echo 60 || echo 10)} seeds name
+        step build-fuzz build build-fuzz clang -Dfuzz=true
+        for seeds in tests/fuzz/corpus/*/; do
+                name=$(basename "$seeds")
+                if [[ -x $src/build-fuzz/tests/fuzz-$name ]]; then
+                        step "fuzz-$name" fuzz_one "$src/build-fuzz/tests/fuzz-$name" "$seeds" \
+                                "$out/fuzz-$name" "$secs"
+                else
+                        echo "not ok fuzz-$name (target not built)" >>"$out/results"
+                fi
+        done
+}
+
+fuzz
 
 passed=$(grep -c '^ok ' "$out/results")
 failed=$(grep -c '^not ok ' "$out/results")
