@@ -8,6 +8,11 @@
  * Runs in the broker as the serving uid. The broker is a child subreaper, so
  * a process that leaves its group (setsid, double fork) is reparented here
  * and killed: nothing a call started outlives its result.
+ *
+ * Cost per call matters (docs/benchmarks.md): the process is started with
+ * clone(CLONE_VM|CLONE_VFORK), not fork(), so the broker's memory is never
+ * copied; the output buffers grow with the output instead of being
+ * allocated whole for every call.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -32,8 +38,8 @@ struct stream {
         struct worker *w;
         bool open;
         bool eof;
-        char *keep;                     /* the head of the output, for the reply */
-        size_t keep_len;
+        char *keep;                     /* the head of the output, for the reply; grown on demand */
+        size_t keep_len, keep_size;
         uint64_t total;
         int persist_fd;
 };
@@ -52,6 +58,10 @@ struct worker {
         unsigned handles_open;
         int status_fd;
         uint64_t result_bytes, output_cap;
+        int persist_dirfd;              /* the session's tool_calls/, not ours: the
+                                         * session outlives its running calls */
+        char persist_name[128];         /* the call id; "" when nothing is persisted */
+        bool sandboxed;                 /* runs bwrap: see worker_kill() */
         const char *ended_by;
         bool paused;
         bool done;                      /* on_exit called */
@@ -147,6 +157,29 @@ static void worker_on_grace(uv_timer_t *t) {
         kill_group(w, SIGKILL);
 }
 
+/* SIGKILL to the children of our child, the outer bwrap: that is the
+ * sandbox's pid 1, and its death takes the whole PID namespace down at once.
+ * Otherwise the namespace dies only after the outer bwrap has, through
+ * --die-with-parent: one more hop, several ms on a busy host. The pids are
+ * read from our own unreaped child, so they are its live children. */
+static void kill_sandbox_init(struct worker *w) {
+        char path[64], buf[256];
+
+        (void) snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int) w->pid, (int) w->pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        for (char *p = buf, *end; *p; p = end) {
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid > 1)
+                        (void) kill((pid_t) pid, SIGKILL);
+        }
+}
+
 void worker_kill(struct worker *w, const char *ended_by) {
         if (w->done)
                 return;
@@ -154,8 +187,15 @@ void worker_kill(struct worker *w, const char *ended_by) {
                 w->ended_by = ended_by;
         if (w->exited)
                 return;
-        kill_group(w, SIGTERM);
         uint32_t grace = w->server->config->kill_grace_ms;
+        /* bwrap does not pass SIGTERM on to the command: under bwrap a grace
+         * only delays the end. An unsandboxed command gets its grace. */
+        if (w->sandboxed) {
+                kill_sandbox_init(w);
+                kill_group(w, SIGKILL);
+                return;
+        }
+        kill_group(w, SIGTERM);
         if (grace == 0)
                 kill_group(w, SIGKILL);
         else
@@ -164,6 +204,19 @@ void worker_kill(struct worker *w, const char *ended_by) {
 
 static void worker_on_timeout(uv_timer_t *t) {
         worker_kill(t->data, "timeout");
+}
+
+/* The raw copy of a stream, tool_calls/ID.stdout or .stderr. Made when the
+ * call starts, even if it stays empty: read_tool_result tells "empty" from
+ * "nothing kept for this call" by the file's existence. */
+static void stream_persist_open(struct stream *st) {
+        struct worker *w = st->w;
+        char name[sizeof w->persist_name + 16];
+
+        if (!w->persist_name[0])
+                return;
+        (void) snprintf(name, sizeof name, "%s.%s", w->persist_name, stream_names[st - w->s]);
+        st->persist_fd = openat(w->persist_dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
 static void stream_persist(struct stream *st, const char *data, size_t n) {
@@ -183,8 +236,34 @@ static void stream_persist(struct stream *st, const char *data, size_t n) {
         }
 }
 
+/* Keeps the head of the output for the reply, in a buffer grown as output
+ * comes (most calls print a few bytes, the cap is 64 KiB by default). Out
+ * of memory keeps less: total > keep_len marks the reply truncated. */
+static void stream_keep(struct stream *st, const char *data, size_t n) {
+        uint64_t max = st->w->result_bytes;
+
+        if (n == 0 || st->keep_len >= max)
+                return;
+        size_t take = (size_t) MIN((uint64_t) n, max - st->keep_len);
+        if (st->keep_len + take + 1 > st->keep_size) {
+                size_t size = MAX(st->keep_size * 2, (size_t) 4096);
+                size = MAX(size, st->keep_len + take + 1);
+                size = (size_t) MIN((uint64_t) size, max + 1);
+                char *k = realloc(st->keep, size);
+                if (!k)
+                        return;
+                st->keep = k;
+                st->keep_size = size;
+        }
+        memcpy(st->keep + st->keep_len, data, take);
+        st->keep_len += take;
+}
+
+/* One buffer for every read: the loop thread is the only reader and each
+ * read is consumed before the next. Large, so a fast stream costs fewer
+ * reads and fewer replies. */
 static void stream_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-        static char chunk[64 * 1024];
+        static char chunk[256 * 1024];
         *buf = uv_buf_init(chunk, sizeof chunk);
 }
 
@@ -207,11 +286,7 @@ static void stream_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         size_t n = before >= w->output_cap ? 0 : (size_t) MIN((uint64_t) nread, w->output_cap - before);
         st->total += (size_t) nread;
         stream_persist(st, buf->base, n);
-        if (st->keep_len < w->result_bytes) {
-                size_t take = MIN(n, w->result_bytes - st->keep_len);
-                memcpy(st->keep + st->keep_len, buf->base, take);
-                st->keep_len += take;
-        }
+        stream_keep(st, buf->base, n);
         if (n > 0 && w->ops->on_output)
                 w->ops->on_output(w->userdata, stream_names[st - w->s], buf->base, n);
         if (before + (size_t) nread > w->output_cap)
@@ -276,14 +351,14 @@ static void worker_maybe_done(struct worker *w) {
         else if (WIFSIGNALED(w->wstatus))
                 r.signal = WTERMSIG(w->wstatus);
         r.ended_by = w->ended_by;
-        r.out = w->s[OUT].keep;
+        /* No output, no buffer: the reply gets an empty string. */
+        static char empty[1];
+        r.out = w->s[OUT].keep ?: empty;
         r.out_len = w->s[OUT].keep_len;
-        r.err = w->s[ERR].keep;
+        r.err = w->s[ERR].keep ?: empty;
         r.err_len = w->s[ERR].keep_len;
-        if (r.out)
-                r.out[r.out_len] = '\0';
-        if (r.err)
-                r.err[r.err_len] = '\0';
+        r.out[r.out_len] = '\0';
+        r.err[r.err_len] = '\0';
         r.out_total = w->s[OUT].total;
         r.err_total = w->s[ERR].total;
         r.truncated = r.out_total > r.out_len || r.err_total > r.err_len;
@@ -327,53 +402,9 @@ void supervisor_on_sigchld(struct server *s) {
         kill_orphans();
 }
 
-/* In the child, between fork and exec: async-signal-safe calls only. */
-_noreturn_ static void child_exec(const struct worker_spec *spec, int out, int err, int status_w) {
-        sigset_t all;
-        int hi[16];
-        size_t n = MIN(spec->n_pass_fds, ELEMENTSOF(hi) - 1);
-
-        (void) setpgid(0, 0);
-        /* The broker's death ends the call too. */
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        for (int sig = 1; sig < NSIG; sig++)
-                (void) signal(sig, SIG_DFL);
-        sigemptyset(&all);
-        (void) sigprocmask(SIG_SETMASK, &all, NULL);
-
-        if (spec->cwd_fd >= 0 && fchdir(spec->cwd_fd) < 0)
-                _exit(126);
-        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-                _exit(126);
-        /* Move the fds to pass out of the way first, then to 3, 4, ... */
-        for (size_t i = 0; i < n; i++)
-                if ((hi[i] = fcntl(spec->pass_fds[i], F_DUPFD_CLOEXEC, 64)) < 0)
-                        _exit(126);
-        hi[n] = status_w >= 0 ? fcntl(status_w, F_DUPFD_CLOEXEC, 64) : -1;
-        for (size_t i = 0; i < n; i++)
-                if (dup2(hi[i], 3 + (int) i) < 0)
-                        _exit(126);
-        if (hi[n] >= 0 && dup2(hi[n], 3 + (int) n) < 0)
-                _exit(126);
-        (void) syscall(SYS_close_range, 3 + n + (hi[n] >= 0 ? 1 : 0), ~0U, 0);
-        execve(spec->argv[0], spec->argv, spec->envp);
-        _exit(127);
-}
-
-static int stream_open(struct worker *w, struct stream *st, int fd, const struct worker_spec *spec,
-                       const char *suffix) {
+static int stream_open(struct worker *w, struct stream *st, int fd) {
         st->w = w;
-        st->persist_fd = -1;
-        st->keep = malloc(w->result_bytes + 1);
-        if (!st->keep)
-                return -ENOMEM;
-        if (spec->persist_dirfd >= 0 && spec->persist_name) {
-                char name[128];
-                (void) snprintf(name, sizeof name, "%s.%s", spec->persist_name, suffix);
-                st->persist_fd = openat(spec->persist_dirfd, name,
-                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        }
+        stream_persist_open(st);
         int r = uv_pipe_init(w->server->loop, &st->pipe, 0);
         if (r < 0)
                 return r;
@@ -386,6 +417,85 @@ static int stream_open(struct worker *w, struct stream *st, int fd, const struct
         return uv_read_start((uv_stream_t *) &st->pipe, stream_on_alloc, stream_on_read);
 }
 
+/* The child of clone(CLONE_VM|CLONE_VFORK) runs on this stack, in the
+ * broker's memory, while the broker's only thread waits for its execve():
+ * one stack does for every spawn. */
+static _Alignas(64) char child_stack[32 * 1024];
+
+struct child_args {
+        const struct worker_spec *spec;
+        int null_fd, out, err, status_w;
+};
+
+/* In the child, before exec. It shares the broker's memory: only system
+ * calls, no malloc, no stdio, nothing that takes a lock or writes a global
+ * (errno is the broker's, which is waiting). Every signal is blocked on
+ * entry, so no handler of the broker (libuv's) runs here; they are reset
+ * before the mask is cleared. */
+static int child_main(void *userdata) {
+        const struct child_args *a = userdata;
+        const struct worker_spec *spec = a->spec;
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        sigset_t none;
+        int hi[16];
+        size_t n = MIN(spec->n_pass_fds, ELEMENTSOF(hi) - 1);
+
+        (void) setpgid(0, 0);
+        /* The broker's death ends the call too. */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (int sig = 1; sig < NSIG; sig++)
+                (void) sigaction(sig, &dfl, NULL);
+        sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+
+        if (spec->cwd_fd >= 0 && fchdir(spec->cwd_fd) < 0)
+                _exit(126);
+        if (dup2(a->null_fd, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
+                _exit(126);
+        /* Move the fds to pass out of the way first, then to 3, 4, ... */
+        for (size_t i = 0; i < n; i++)
+                if ((hi[i] = fcntl(spec->pass_fds[i], F_DUPFD_CLOEXEC, 64)) < 0)
+                        _exit(126);
+        hi[n] = a->status_w >= 0 ? fcntl(a->status_w, F_DUPFD_CLOEXEC, 64) : -1;
+        for (size_t i = 0; i < n; i++)
+                if (dup2(hi[i], 3 + (int) i) < 0)
+                        _exit(126);
+        if (hi[n] >= 0 && dup2(hi[n], 3 + (int) n) < 0)
+                _exit(126);
+        (void) syscall(SYS_close_range, 3 + n + (hi[n] >= 0 ? 1 : 0), ~0U, 0);
+        execve(spec->argv[0], spec->argv, spec->envp);
+        _exit(127);
+}
+
+/* /dev/null for the child's stdin, opened once. */
+static int null_fd(void) {
+        static int fd = -1;
+        if (fd < 0)
+                fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        return fd;
+}
+
+/* Starts the child. No fork(): copying the broker's page tables and taking
+ * copy-on-write faults until the child execs was most of the broker's CPU
+ * per call, and grew with its size (sessions, fds). The caller resumes once
+ * the child has exec'd or died, so the child's setpgid() is done by then. */
+static pid_t spawn(const struct worker_spec *spec, int out, int err, int status_w) {
+        struct child_args a = {
+                .spec = spec, .null_fd = null_fd(), .out = out, .err = err, .status_w = status_w,
+        };
+        sigset_t all, saved;
+
+        if (a.null_fd < 0)
+                return -errno;
+        sigfillset(&all);
+        if (sigprocmask(SIG_SETMASK, &all, &saved) < 0)
+                return -errno;
+        pid_t pid = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+        int e = errno;
+        (void) sigprocmask(SIG_SETMASK, &saved, NULL);
+        return pid < 0 ? -e : pid;
+}
+
 int worker_start(struct server *s, const struct worker_spec *spec, const struct worker_ops *ops, void *userdata,
                  struct worker **ret) {
         int out[2] = { -1, -1 }, err[2] = { -1, -1 }, st[2] = { -1, -1 };
@@ -396,15 +506,11 @@ int worker_start(struct server *s, const struct worker_spec *spec, const struct 
                 goto fail;
         }
 
-        pid_t pid = fork();
+        pid_t pid = spawn(spec, out[1], err[1], st[1]);
         if (pid < 0) {
-                r = -errno;
+                r = pid;
                 goto fail;
         }
-        if (pid == 0)
-                child_exec(spec, out[1], err[1], st[1]);
-        /* Both sides set the group, so a kill right after fork reaches it. */
-        (void) setpgid(pid, pid);
         closep(&out[1]);
         closep(&err[1]);
         closep(&st[1]);
@@ -420,9 +526,14 @@ int worker_start(struct server *s, const struct worker_spec *spec, const struct 
         w->userdata = userdata;
         w->pid = pid;
         w->status_fd = TAKE_FD(st[0]);
+        w->s[OUT].persist_fd = w->s[ERR].persist_fd = -1;
         (void) fcntl(w->status_fd, F_SETFL, O_NONBLOCK);
         w->result_bytes = spec->result_bytes;
         w->output_cap = spec->limits.output_bytes;
+        w->sandboxed = spec->argv[0] && strcmp(spec->argv[0], s->config->bwrap_path) == 0;
+        w->persist_dirfd = spec->persist_dirfd;
+        if (spec->persist_dirfd >= 0 && spec->persist_name)
+                (void) snprintf(w->persist_name, sizeof w->persist_name, "%s", spec->persist_name);
         w->next = workers;
         workers = w;
 
@@ -432,9 +543,9 @@ int worker_start(struct server *s, const struct worker_spec *spec, const struct 
         w->handles_open += 2;
         (void) uv_timer_start(&w->timeout, worker_on_timeout, spec->limits.timeout_ms, 0);
 
-        r = stream_open(w, &w->s[OUT], TAKE_FD(out[0]), spec, "stdout");
+        r = stream_open(w, &w->s[OUT], TAKE_FD(out[0]));
         if (r >= 0)
-                r = stream_open(w, &w->s[ERR], TAKE_FD(err[0]), spec, "stderr");
+                r = stream_open(w, &w->s[ERR], TAKE_FD(err[0]));
         if (r < 0) {
                 /* The process runs; kill it and let the normal path end it. */
                 log_error("cannot read the output of pid %d: %s", (int) pid, uv_strerror(r));
