@@ -256,8 +256,42 @@ def capture_bwrap_argv(d, tmp):
         for line in f:
             m = re.search(r'execve\("([^"]*bwrap)", \[(.*?)\], ', line)
             if m:
-                return [strace_unescape(a) for a in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(2))]
+                argv = [strace_unescape(a) for a in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(2))]
+                if "--seccomp" in argv:
+                    capture_seccomp(d, tmp)
+                return argv
     raise RuntimeError("no bwrap execve in strace output")
+
+
+def capture_seccomp(d, tmp):
+    """The seccomp program toolsd hands bwrap (--seccomp FD: a memfd it
+    writes per call), so the direct baselines load the same filter. Sets
+    BENCH_SECCOMP for spawn.c and the subprocess baseline."""
+    out = os.path.join(tmp, "strace-seccomp.txt")
+    st = subprocess.Popen(["strace", "-qq", "-xx", "-s", "1000000", "-e", "trace=memfd_create,write",
+                           "-o", out, "-p", str(d.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        spin(lambda: proc_status(d.pid, "TracerPid") // 1024 == st.pid, step=0.001)
+        with d.client() as c, d.session(c) as s:
+            assert s.call("run_shell", TRUE)["outcome"] == "ok"
+    finally:
+        st.terminate()
+        st.wait()
+    fd = None
+    with open(out) as f:
+        for line in f:
+            m = re.match(r'memfd_create\(".*?", .*\) = (\d+)', line)
+            if m:
+                fd = m.group(1)
+                continue
+            m = re.match(r'write\((\d+), "((?:\\x[0-9a-f]{2})*)", \d+\) = \d+', line)
+            if m and m.group(1) == fd:
+                path = os.path.join(tmp, "seccomp.bpf")
+                with open(path, "wb") as g:
+                    g.write(bytes.fromhex(m.group(2).replace("\\x", "")))
+                os.environ["BENCH_SECCOMP"] = path
+                return
+    raise RuntimeError("no seccomp program in strace output")
 
 
 # ---- baselines --------------------------------------------------------------
@@ -350,7 +384,7 @@ def pysub_main(root, argv_json):
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         hi.append(os.dup2(fd, 200 + i, inheritable=False))
         os.close(fd)
-    for fd in (3, 4, 5):
+    for fd in (3, 4, 5, 6):
         try:
             os.fstat(fd)
             raise SystemExit(f"fd {fd} is busy")
@@ -359,15 +393,23 @@ def pysub_main(root, argv_json):
     move_fd(hi[0], 3)
     move_fd(hi[1], 4)
     env = {"PATH": "/usr/bin:/bin"}
+    status_at = int(argv[argv.index("--status-fd") + 1]) if "--status-fd" in argv else 5
+    seccomp_at = int(argv[argv.index("--seccomp") + 1]) if "--seccomp" in argv else None
     for line in sys.stdin:
         t = time.perf_counter_ns()
         r, w = os.pipe()
         move_fd(r, 210)
         r = 210
-        move_fd(w, 5)
-        p = subprocess.run(argv, pass_fds=(3, 4, 5), stdin=subprocess.DEVNULL, capture_output=True, cwd=root,
+        move_fd(w, status_at)
+        fds = [3, 4, status_at]
+        if seccomp_at is not None:
+            move_fd(os.open(os.environ["BENCH_SECCOMP"], os.O_RDONLY | os.O_CLOEXEC), seccomp_at)
+            fds.append(seccomp_at)
+        p = subprocess.run(argv, pass_fds=fds, stdin=subprocess.DEVNULL, capture_output=True, cwd=root,
                            env=env)
-        os.close(5)
+        os.close(status_at)
+        if seccomp_at is not None:
+            os.close(seccomp_at)
         os.read(r, 256)
         os.close(r)
         dt = time.perf_counter_ns() - t
@@ -527,6 +569,37 @@ def bench_sequential(d, spawner, pysub, extra, n, perf_out=None):
     out["connect_status"] = summary(cs, 1e3)
     s.close()
     c.close()
+    return out
+
+
+def bench_ab(da, db, spawner, n):
+    """run_shell true through two builds and direct bwrap, interleaved
+    (A, B, direct, ...): the before/after of a change in one run."""
+    warm = max(5, n // 20)
+    ca, cb = da.client(), db.client()
+    sa, sb = da.session(ca), db.session(cb)
+    t = {"a": [], "b": [], "direct": []}
+    cpu0 = {"a": proc_cpu(da.pid), "b": proc_cpu(db.pid)}
+    for i in range(warm + n):
+        order = [("a", sa), ("b", sb)] if i % 2 == 0 else [("b", sb), ("a", sa)]
+        got = {}
+        for k, s in order:
+            x = time.perf_counter()
+            r = s.call("run_shell", TRUE)
+            got[k] = time.perf_counter() - x
+            if r["outcome"] != "ok":
+                raise RuntimeError(r)
+        got["direct"] = spawner.one()[0]
+        if i >= warm:
+            for k, v in got.items():
+                t[k].append(v)
+    out = {k: summary(v, 1e3) for k, v in t.items()}
+    for k, d in (("a", da), ("b", db)):
+        c1 = proc_cpu(d.pid)
+        out[k]["daemon_cpu_ms_per_call"] = (c1[0] - cpu0[k][0]) * 1e3 / (warm + n)
+    for s, c in ((sa, ca), (sb, cb)):
+        s.close()
+        c.close()
     return out
 
 
@@ -963,6 +1036,8 @@ def main():
     ap.add_argument("--perf", metavar="FILE", help="perf record -g the daemon during the sequential test")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (daemon logs)")
     ap.add_argument("-n", type=int, help="sequential samples (default 300, quick 100)")
+    ap.add_argument("--ab", metavar="BUILD", help="sequential run_shell true: --build (A) against this build (B), "
+                                                 "interleaved, with direct bwrap; prints the comparison only")
     a = ap.parse_args()
 
     all_sections = ["sequential", "throughput", "cancel", "sessions", "connections", "stream", "fairness"]
@@ -994,6 +1069,19 @@ def main():
         extra = {"direct_no_shim": Spawner(exe, d.root, variant_no_shim(argv)),
                  "direct_minimal": Spawner(exe, d.root, variant_minimal(argv))}
         t0 = time.perf_counter()
+        if a.ab:
+            db = Daemon(a.ab, tmp, "b").start()
+            daemons.append(db)
+            db.root = d.root
+            argv_b = capture_bwrap_argv(db, tmp)
+            same = [x.replace(os.path.abspath(a.ab), os.path.abspath(a.build)) for x in argv_b] == argv
+            if not same:
+                print("note: the two builds run different bwrap command lines", file=sys.stderr)
+            R["ab_same_argv"] = same
+            R["ab"] = bench_ab(d, db, spawner, n_seq)
+            R["ab"]["builds"] = [os.path.abspath(a.build), os.path.abspath(a.ab)]
+            print(json.dumps(R["ab"], indent=1))
+            return
 
         def step(name, fn):
             if name in sections:

@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 static int root_fd = -1, tc_fd = -1;
+static int status_at = 5, seccomp_at = -1;      /* from the argv: --status-fd N, --seccomp N */
+static const char *seccomp_file;                /* BENCH_SECCOMP: the program toolsd passes */
 static char **cmd;
 
 static uint64_t now_ns(void) {
@@ -34,15 +36,20 @@ static uint64_t now_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-/* Same fd layout and environment as toolsd's child_exec(). */
+/* Same fd layout and environment as toolsd's child: root on 3, tool_calls
+ * on 4, then the seccomp program and the shim's status pipe where the argv
+ * says. */
 static void child(int out, int err, int status_w) {
         char *envp[] = { "PATH=/usr/bin:/bin", NULL };
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
         int r = fcntl(root_fd, F_DUPFD_CLOEXEC, 64), t = fcntl(tc_fd, F_DUPFD_CLOEXEC, 64);
         int s = fcntl(status_w, F_DUPFD_CLOEXEC, 64);
+        int sc = seccomp_at >= 0 ? open(seccomp_file, O_RDONLY | O_CLOEXEC) : -1;
 
         if (null < 0 || r < 0 || t < 0 || s < 0 || fchdir(root_fd) < 0 || dup2(null, 0) < 0 ||
-            dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup2(r, 3) < 0 || dup2(t, 4) < 0 || dup2(s, 5) < 0)
+            dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup2(r, 3) < 0 || dup2(t, 4) < 0 || dup2(s, status_at) < 0)
+                _exit(126);
+        if (seccomp_at >= 0 && (sc < 0 || dup2(sc, seccomp_at) < 0))
                 _exit(126);
         execve(cmd[0], cmd, envp);
         _exit(127);
@@ -136,6 +143,17 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         cmd = argv + 3;
+        for (char **a = cmd; *a && a[1]; a++) {
+                if (strcmp(*a, "--status-fd") == 0)
+                        status_at = atoi(a[1]);
+                else if (strcmp(*a, "--seccomp") == 0)
+                        seccomp_at = atoi(a[1]);
+        }
+        seccomp_file = getenv("BENCH_SECCOMP");
+        if (seccomp_at >= 0 && !seccomp_file) {
+                fprintf(stderr, "bench-spawn: the argv has --seccomp: set BENCH_SECCOMP\n");
+                return 1;
+        }
         setvbuf(stdout, NULL, _IOLBF, 0);
         while (fgets(line, sizeof line, stdin)) {
                 int n;
