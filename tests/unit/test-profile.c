@@ -501,10 +501,41 @@ static void expect_load_error(const char *text, const char *message) {
         free(error);
 }
 
+static void test_shell_profile(void **state) {
+        struct profile_set *s = NULL;
+        struct profile_match m;
+
+        assert_int_equal(profile_set_load_string("profile s\nshell\nprofile t\nallow ls\n", "t.conf", &s, NULL), 0);
+        const struct profile *p = profile_set_find(s, "s");
+        assert_true(profile_is_shell(p));
+        assert_false(profile_is_shell(profile_set_find(s, "t")));
+        assert_false(profile_is_shell(NULL));
+        assert_non_null(profile_shapes(p));
+        assert_null(profile_shapes(p)[0]);
+        /* matched as a shape list it allows nothing */
+        assert_int_equal(profile_match(p, (char *const *) (const char *[]) { "ls", NULL }, &m), 0);
+        assert_false(m.allowed);
+        profile_match_done(&m);
+        profile_set_free(s);
+}
+
 static void test_load_errors(void **state) {
         expect_load_error("allow ls\n", "t.conf:1: 'allow' before any 'profile' line in this file");
         expect_load_error("profile t\n\n# c\nfrobnicate ls\n",
-                          "t.conf:4: unknown keyword 'frobnicate' (expected profile, include, allow or deny)");
+                          "t.conf:4: unknown keyword 'frobnicate' (expected profile, include, allow, deny or shell)");
+        /* the shell directive: alone in its profile, never included */
+        expect_load_error("shell\n", "t.conf:1: 'shell' before any 'profile' line in this file");
+        expect_load_error("profile s\nshell x\n", "t.conf:2: 'shell' takes no argument");
+        expect_load_error("profile s\nshell\nshell\n", "t.conf:3: 'shell' twice in profile 's'");
+        expect_load_error("profile s\nallow ls\nshell\n", "t.conf:3: 'shell' in profile 's', which has shapes");
+        expect_load_error("profile s\ndeny ls -- no\nshell\n",
+                          "t.conf:3: 'shell' in profile 's', which has shapes");
+        expect_load_error("profile s\nshell\ndeny ls -- no\n",
+                          "t.conf:3: 'deny' in shell profile 's': a shell profile has no shapes");
+        expect_load_error("profile s\nshell\ninclude t\n",
+                          "t.conf:3: 'include' in shell profile 's': a shell profile has no shapes");
+        expect_load_error("profile s\nshell\nprofile t\ninclude s\n",
+                          "t.conf:4: include of shell profile 's', which has no shapes");
         expect_load_error("profile\n", "t.conf:1: 'profile' takes one name");
         expect_load_error("profile a b\n", "t.conf:1: 'profile' takes one name");
         expect_load_error("profile -a\n",
@@ -717,6 +748,7 @@ int main(void) {
                 cmocka_unit_test(test_include_semantics),
                 cmocka_unit_test(test_placeholders),
                 cmocka_unit_test(test_load_errors),
+                cmocka_unit_test(test_shell_profile),
                 cmocka_unit_test(test_load_limits),
                 cmocka_unit_test(test_load_dir),
         };
