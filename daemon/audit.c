@@ -20,7 +20,6 @@
 #include "macro.h"
 #include "varlink.h"
 
-#define LOCK_TRIES 50                   /* × 200 µs: at most 10 ms for the flock */
 #define CUT_PREVIEW_MAX 1024            /* bytes of arguments/result kept in a cut line */
 
 static void jadd(struct json_object *o, const char *key, struct json_object *v) {
@@ -242,15 +241,28 @@ static int transcript_open(int dirfd, const char *task_id) {
         return TAKE_FD(fd);
 }
 
-static bool lock_bounded(int fd) {
-        for (int i = 0; i < LOCK_TRIES; i++) {
-                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-                        return true;
-                if (errno != EWOULDBLOCK && errno != EINTR)
-                        return false;
-                (void) usleep(200);
-        }
-        return false;
+/* The writers' lock is tool_calls/.lock, mode 0200, not the transcript: a
+ * sandboxed command could flock() the transcript (it may read it), but it
+ * can open the lock file neither for reading (mode) nor for writing (the
+ * read-only mount), and flock() needs an open file. So only brokers ever
+ * hold it, briefly, and waiting for it cannot be made to hang. Every
+ * writer takes it: the tail repair never races an append. */
+static int lock_take(int dirfd) {
+        _cleanup_close_ int fd = openat(dirfd, ".lock", O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0200);
+        struct stat st;
+
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+                return -EPERM;
+        if ((st.st_mode & 07777) != 0200 && fchmod(fd, 0200) < 0)
+                return negative_errno();
+        while (flock(fd, LOCK_EX) < 0)
+                if (errno != EINTR)
+                        return negative_errno();
+        return TAKE_FD(fd);
 }
 
 /* Under the lock: cuts a tail that lacks its newline (a writer died in the
@@ -299,11 +311,13 @@ int audit_append(int tool_calls_fd, const char *task_id, struct json_object *rec
         r = line_format(record, &line, &len);
         if (r < 0)
                 return r;
+        _cleanup_close_ int lock = lock_take(tool_calls_fd);
+        if (lock < 0)
+                return lock;
         _cleanup_close_ int fd = transcript_open(tool_calls_fd, task_id);
         if (fd < 0)
                 return fd;
-        bool locked = lock_bounded(fd);
-        if (locked && tail_repair(fd, &before) < 0)
+        if (tail_repair(fd, &before) < 0)
                 before = -1;
 
         ssize_t k;
@@ -313,7 +327,7 @@ int audit_append(int tool_calls_fd, const char *task_id, struct json_object *rec
         if (k == (ssize_t) len)
                 return 0;
         r = k < 0 ? negative_errno() : -ENOSPC;
-        /* Only the lock holder may cut: nobody else appended meanwhile. */
+        /* We hold the lock: nobody else appended meanwhile. */
         if (k > 0 && before >= 0)
                 (void) ftruncate(fd, before);
         return r;

@@ -56,13 +56,12 @@ bool audit_task_id_valid(const char *task_id);
  * write(2): with O_APPEND a single write to a regular file is never
  * interleaved with another process's.
  *
- * Torn lines: under an exclusive flock (tried for a bounded time: a
- * sandboxed command can open the file read-only and hold a lock, which must
- * not stall the broker), a tail without its newline (left by a writer that
+ * Torn lines: every writer holds an exclusive flock on tool_calls/.lock
+ * (mode 0200, which a sandboxed command can open neither for reading nor,
+ * on its read-only mount, for writing, so it cannot hold the lock and stall
+ * the broker). Under it, a tail without its newline (left by a writer that
  * died mid-write) is cut off before appending, and a short write of our
  * own (ENOSPC, EFBIG) is cut back, so the file holds whole lines only.
- * Without the lock the line is still written whole or not at all as far as
- * other writers go; the repair waits for the next locked append.
  *
  * Returns 0, -EINVAL for a bad task id, -E2BIG when even the cut record is
  * too long, or a negative errno. No fsync: a crashed process loses nothing
