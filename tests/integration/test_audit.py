@@ -127,3 +127,34 @@ def test_toolsctl_log(daemon, root):
     out = subprocess.run([TOOLSCTL, "--json", "log", "--artifacts", root, "--task", "show"],
                          capture_output=True, text=True, check=True).stdout
     assert [json.loads(x)["tool"] for x in out.splitlines()] == ["echo", "nope", "echo"]
+
+
+LOCKER = """
+import fcntl, os, sys
+for mode in (os.O_RDONLY, os.O_WRONLY):
+    try:
+        os.open('tool_calls/.lock', mode)
+        print('opened', mode)
+    except OSError as e:
+        print('refused', mode, e.errno)
+fd = os.open('tool_calls/t.jsonl', os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print('holding the transcript', flush=True)
+"""
+
+
+def test_sandbox_cannot_stall_the_audit(daemon, root):
+    """The writers' lock is out of the sandbox's reach, and a flock on the
+    transcript itself (which the sandbox may read) delays nothing."""
+    with daemon.client() as c:
+        s = c.open_session(skill(["run_shell", "echo"], profile="full"), root, task_id="t")
+        s.call("echo", {"text": "first"})
+        r = s.call("run_shell", {"argv": ["python3", "-c", LOCKER]})
+        assert r["sandboxed"] is True
+        assert r["stdout"].splitlines() == [
+            "refused 0 13", "refused 1 30", "holding the transcript"], r
+        st = os.stat(os.path.join(root, "tool_calls", ".lock"))
+        assert stat.S_IMODE(st.st_mode) == 0o200
+        s.call("echo", {"text": "after"})
+    got = lines(root, "t")
+    assert [e["tool"] for e in got] == ["echo", "run_shell", "echo"]
