@@ -260,10 +260,12 @@ static void stream_keep(struct stream *st, const char *data, size_t n) {
 }
 
 /* One buffer for every read: the loop thread is the only reader and each
- * read is consumed before the next. Large, so a fast stream costs fewer
- * reads and fewer replies. */
+ * read is consumed before the next. A pipe gives at most its capacity (64
+ * KiB) per read; a 256 KiB buffer with F_SETPIPE_SZ made 4x fewer, larger
+ * replies but no faster stream (the cost is per byte: UTF-8 check and JSON
+ * escaping) and 1.5 MiB more peak memory (docs/benchmarks.md). */
 static void stream_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-        static char chunk[256 * 1024];
+        static char chunk[64 * 1024];
         *buf = uv_buf_init(chunk, sizeof chunk);
 }
 
