@@ -134,6 +134,8 @@ void broker_on_idle_timer(struct server *s, uint64_t now);
 /* ---- layers.c ---- */
 /* Adds one check per sandbox layer to Doctor's list. */
 void doctor_layers(struct server *s, struct json_object *checks);
+/* False (and why) when a layer RequireSandbox=yes demands is missing. */
+bool layers_complete(struct server *s, char *why, size_t n);
 
 /* ---- session.c ---- */
 #define SESSION_CALL_IDS_MAX 1024

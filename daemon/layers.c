@@ -81,3 +81,18 @@ void doctor_layers(struct server *s, struct json_object *checks) {
               seccomp ? (s->sandbox_available ? "on (loaded by bwrap)" : "on (loaded by toolsd-exec)") : "off",
               abi > 0 ? "on" : "off");
 }
+
+/* RequireSandbox=yes means every layer: a kernel without Landlock, or a
+ * filter that cannot be built, refuses sessions up front rather than each
+ * call later. */
+bool layers_complete(struct server *s, char *why, size_t n) {
+        if (landlock_abi() <= 0) {
+                (void) snprintf(why, n, "this kernel has no Landlock (CONFIG_SECURITY_LANDLOCK, lsm=landlock)");
+                return false;
+        }
+        if (!seccomp_works()) {
+                (void) snprintf(why, n, "the seccomp filter cannot be built (libseccomp, CONFIG_SECCOMP_FILTER)");
+                return false;
+        }
+        return true;
+}

@@ -332,9 +332,14 @@ static int session_sandbox(struct conn *c, struct session *sess, const char *mod
                 return -EINVAL;
         }
 
-        if (s->sandbox_available) {
+        char why[256];
+        if (s->sandbox_available && (!required || layers_complete(s, why, sizeof why))) {
                 sess->sandboxed = true;
                 return 0;
+        }
+        if (s->sandbox_available) {
+                error1(c, "io.toolsd.SandboxUnavailable", "reason", json_object_new_string(why));
+                return -EPERM;
         }
         if (required) {
                 char reason[512];
