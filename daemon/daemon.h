@@ -131,6 +131,13 @@ int broker_init(struct server *s, int ctl_fd);
 void broker_done(struct server *s);
 void broker_on_idle_timer(struct server *s, uint64_t now);
 
+/* ---- run_shell.c ---- */
+const char *helper_path(const char *name, char *buf, size_t size);
+
+/* ---- methods.c: Doctor ---- */
+void doctor_check(struct json_object *checks, const char *name, bool ok, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
 /* ---- layers.c ---- */
 /* Adds one check per sandbox layer to Doctor's list. */
 void doctor_layers(struct server *s, struct json_object *checks);

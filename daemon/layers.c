@@ -21,20 +21,6 @@
 #include "macro.h"
 #include "seccomp_filter.h"
 
-static void check(struct json_object *checks, const char *name, bool ok, const char *fmt, ...) _printf_(4, 5);
-static void check(struct json_object *checks, const char *name, bool ok, const char *fmt, ...) {
-        char detail[512];
-        va_list ap;
-
-        va_start(ap, fmt);
-        (void) vsnprintf(detail, sizeof detail, fmt, ap);
-        va_end(ap);
-        struct json_object *o = json_object_new_object();
-        (void) json_object_object_add(o, "name", json_object_new_string(name));
-        (void) json_object_object_add(o, "ok", json_object_new_boolean(ok));
-        (void) json_object_object_add(o, "detail", json_object_new_string(detail));
-        (void) json_object_array_add(checks, o);
-}
 
 /* What an ABI below the newest that toolsd uses leaves to the other layers. */
 static const char *landlock_gaps(int abi) {
@@ -60,22 +46,22 @@ void doctor_layers(struct server *s, struct json_object *checks) {
         bool seccomp = seccomp_works();
 
         if (abi > 0)
-                check(checks, "landlock", true, "abi %d: writes only under the artifacts root, /tmp and /dev%s",
+                doctor_check(checks, "landlock", true, "abi %d: writes only under the artifacts root, /tmp and /dev%s",
                       abi, landlock_gaps(abi));
         else
-                check(checks, "landlock", !required, "unavailable (kernel without Landlock, or not in lsm=)%s",
+                doctor_check(checks, "landlock", !required, "unavailable (kernel without Landlock, or not in lsm=)%s",
                       required ? " (RequireSandbox=yes: every call is refused)"
                                : "; writes are confined by the mounts only");
-        check(checks, "seccomp", seccomp || !required, "%s%s",
+        doctor_check(checks, "seccomp", seccomp || !required, "%s%s",
               seccomp ? "available: " : "cannot build the filter",
               seccomp ? seccomp_describe() : " (every call is refused)");
         if (s->denylist)
-                check(checks, "denylist", true, "%zu rules (a tripwire for the shell profile, not the boundary)",
+                doctor_check(checks, "denylist", true, "%zu rules (a tripwire for the shell profile, not the boundary)",
                       denylist_rule_count(s->denylist));
         else
-                check(checks, "denylist", !profile_set_find(s->profiles, "shell"),
+                doctor_check(checks, "denylist", !profile_set_find(s->profiles, "shell"),
                       "not loaded: the shell profile refuses every command");
-        check(checks, "layers", (s->sandbox_available && abi > 0 && seccomp) || !required,
+        doctor_check(checks, "layers", (s->sandbox_available && abi > 0 && seccomp) || !required,
               "bwrap namespaces: %s; seccomp: %s; landlock: %s; rlimits: on; process-group kill: on",
               s->sandbox_available ? "on" : "off (unsandboxed fallback)",
               seccomp ? (s->sandbox_available ? "on (loaded by bwrap)" : "on (loaded by toolsd-exec)") : "off",

@@ -603,8 +603,7 @@ static int method_status(struct conn *c, struct json_object *p) {
         return 0;
 }
 
-static void check_add(struct json_object *list, const char *name, bool ok, const char *fmt, ...) _printf_(4, 5);
-static void check_add(struct json_object *list, const char *name, bool ok, const char *fmt, ...) {
+void doctor_check(struct json_object *list, const char *name, bool ok, const char *fmt, ...) {
         char detail[512];
         va_list ap;
         va_start(ap, fmt);
@@ -632,34 +631,34 @@ static int method_doctor(struct conn *c, struct json_object *p) {
         long userns = read_long_file("/proc/sys/user/max_user_namespaces");
         long clone = read_long_file("/proc/sys/kernel/unprivileged_userns_clone");
 
-        check_add(checks, "mode", true, "%s mode, serving uid %u", s->mode, (unsigned) s->uid);
-        check_add(checks, "sandbox", s->sandbox_available || !required, "%s%s", s->sandbox_detail,
+        doctor_check(checks, "mode", true, "%s mode, serving uid %u", s->mode, (unsigned) s->uid);
+        doctor_check(checks, "sandbox", s->sandbox_available || !required, "%s%s", s->sandbox_detail,
                   s->sandbox_available ? "" : required ? " (RequireSandbox=yes: sessions are refused)"
                                                         : " (commands run unsandboxed; results say sandboxed: false)");
-        check_add(checks, "bubblewrap", s->bwrap_version[0] != '\0', "%s at %s",
+        doctor_check(checks, "bubblewrap", s->bwrap_version[0] != '\0', "%s at %s",
                   s->bwrap_version[0] ? s->bwrap_version : "not found", s->config->bwrap_path);
-        check_add(checks, "user_namespaces", userns != 0 && clone != 0,
+        doctor_check(checks, "user_namespaces", userns != 0 && clone != 0,
                   "user.max_user_namespaces=%ld%s", userns,
                   clone < 0 ? "" : clone ? ", unprivileged_userns_clone=1" : ", unprivileged_userns_clone=0");
         if (s->bound_path) {
                 struct stat st;
                 if (stat(s->bound_path, &st) < 0)
-                        check_add(checks, "socket", false, "%s: %s", s->bound_path, strerror(errno));
+                        doctor_check(checks, "socket", false, "%s: %s", s->bound_path, strerror(errno));
                 else
-                        check_add(checks, "socket", (st.st_mode & 0077) == 0 && st.st_uid == s->uid,
+                        doctor_check(checks, "socket", (st.st_mode & 0077) == 0 && st.st_uid == s->uid,
                                   "%s mode %04o owner %u", s->bound_path, (unsigned) (st.st_mode & 07777),
                                   (unsigned) st.st_uid);
         } else if (s->ctl_fd >= 0)
-                check_add(checks, "socket", true, "broker of uid %u: connections come from the master",
+                doctor_check(checks, "socket", true, "broker of uid %u: connections come from the master",
                           (unsigned) s->uid);
         else
-                check_add(checks, "socket", true, "socket passed by systemd (socket activation)");
+                doctor_check(checks, "socket", true, "socket passed by systemd (socket activation)");
         doctor_layers(s, checks);
-        check_add(checks, "config", true, "%s", s->config_path ? s->config_path : "built-in defaults");
+        doctor_check(checks, "config", true, "%s", s->config_path ? s->config_path : "built-in defaults");
         const char *const *shapes = profile_shapes(profile_set_find(s->profiles, "passive"));
-        check_add(checks, "profiles", shapes != NULL, "%s (passive: %zu shapes)",
+        doctor_check(checks, "profiles", shapes != NULL, "%s (passive: %zu shapes)",
                   s->config->profiles_dir, strv_length((char *const *) shapes));
-        check_add(checks, "require_sandbox", true, "RequireSandbox=%s, AllowUnsandboxed=%s, AllowNetwork=%s",
+        doctor_check(checks, "require_sandbox", true, "RequireSandbox=%s, AllowUnsandboxed=%s, AllowNetwork=%s",
                   required ? "yes" : "no", s->config->allow_unsandboxed ? "yes" : "no",
                   s->config->allow_network ? "yes" : "no");
 

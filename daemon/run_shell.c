@@ -360,29 +360,35 @@ static const struct worker_ops run_ops = {
 
 /* ---- start ---- */
 
-static const char *exec_shim_path(void) {
-        static char path[4096];
-        static bool done;
-
-        if (done)
-                return path[0] ? path : NULL;
-        done = true;
-        /* Beside our own binary (a build tree), else the installed one. */
-        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
-        if (n > 0) {
-                path[n] = '\0';
-                char *slash = strrchr(path, '/');
-                if (slash) {
-                        strcpy(slash + 1, "toolsd-exec");
-                        if (access(path, X_OK) == 0)
-                                return path;
+/* A helper program of ours (toolsd-exec, toolsd-http): beside our own
+ * binary in a build tree, else the installed one in libexecdir. Fills buf
+ * and returns it, or NULL when neither is executable. */
+const char *helper_path(const char *name, char *buf, size_t size) {
+        ssize_t n = readlink("/proc/self/exe", buf, size);
+        if (n > 0 && (size_t) n < size) {
+                buf[n] = '\0';
+                char *slash = strrchr(buf, '/');
+                if (slash && (size_t) (slash + 1 - buf) + strlen(name) < size) {
+                        strcpy(slash + 1, name);
+                        if (access(buf, X_OK) == 0)
+                                return buf;
                 }
         }
-        (void) snprintf(path, sizeof path, "%s/toolsd-exec", TOOLSD_LIBEXECDIR);
-        if (access(path, X_OK) == 0)
-                return path;
-        path[0] = '\0';
+        if ((size_t) snprintf(buf, size, "%s/%s", TOOLSD_LIBEXECDIR, name) < size && access(buf, X_OK) == 0)
+                return buf;
         return NULL;
+}
+
+static const char *exec_shim_path(void) {
+        static char path[4096];
+        static const char *found;
+        static bool done;
+
+        if (!done) {
+                found = helper_path("toolsd-exec", path, sizeof path);
+                done = true;
+        }
+        return found;
 }
 
 /* The child's fds: the session's root, tool_calls/, the seccomp program

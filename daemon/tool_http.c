@@ -33,29 +33,16 @@ static void jadd(struct json_object *o, const char *key, struct json_object *v) 
         (void) json_object_object_add(o, key, v);
 }
 
-/* Beside our own binary (a build tree), else the installed one. */
 static const char *http_worker_path(void) {
         static char path[4096];
+        static const char *found;
         static bool done;
 
-        if (done)
-                return path[0] ? path : NULL;
-        done = true;
-        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
-        if (n > 0) {
-                path[n] = '\0';
-                char *slash = strrchr(path, '/');
-                if (slash) {
-                        strcpy(slash + 1, "toolsd-http");
-                        if (access(path, X_OK) == 0)
-                                return path;
-                }
+        if (!done) {
+                found = helper_path("toolsd-http", path, sizeof path);
+                done = true;
         }
-        (void) snprintf(path, sizeof path, "%s/toolsd-http", TOOLSD_LIBEXECDIR);
-        if (access(path, X_OK) == 0)
-                return path;
-        path[0] = '\0';
-        return NULL;
+        return found;
 }
 
 int http_get_spec(const struct server *s, const struct session *sess, struct json_object **ret) {
