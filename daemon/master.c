@@ -328,6 +328,25 @@ static size_t n_live_brokers(void) {
         return n;
 }
 
+static uint64_t mono_usec(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* Sends WATCHDOG=1 when due; returns poll()'s timeout until the next one
+ * (-1: no watchdog). A master stuck anywhere in its loop stops pinging. */
+static int watchdog_ping(uint64_t wd_usec, uint64_t *next) {
+        if (wd_usec == 0)
+                return -1;
+        uint64_t now = mono_usec(), every = MAX(wd_usec / 2, 1000u);
+        if (now >= *next) {
+                (void) sd_notify(false, "WATCHDOG=1");
+                *next = now + every;
+        }
+        return (int) MIN((*next - now + 999u) / 1000u, (uint64_t) INT32_MAX);
+}
+
 int master_run(const struct master_options *o, int listen_fd) {
         sigset_t mask;
         struct pollfd pfd[2 + BROKERS_MAX];
@@ -346,7 +365,13 @@ int master_run(const struct master_options *o, int listen_fd) {
         if (sfd < 0)
                 return log_error_errno(errno, "master: signalfd: %m");
 
-        (void) sd_notify(false, "READY=1\nSTATUS=master: 0 brokers");
+        /* Watchdog: ping at half the period; poll() wakes up for it. */
+        uint64_t wd_usec = 0, next_ping = 0;
+        if (sd_watchdog_enabled(false, &wd_usec) <= 0)
+                wd_usec = 0;
+        size_t told_brokers = 0;
+        uint32_t told_conns = 0;
+        (void) sd_notify(false, "READY=1\nSTATUS=master: 0 brokers, 0 connections");
         for (;;) {
                 size_t n = 0;
                 pfd[n++] = (struct pollfd) { sfd, POLLIN, 0 };
@@ -360,7 +385,7 @@ int master_run(const struct master_options *o, int listen_fd) {
                 if (stopping && n_live_brokers() == 0)
                         break;
                 size_t first = stopping ? 1 : 2;
-                if (poll(pfd, n, -1) < 0) {
+                if (poll(pfd, n, watchdog_ping(wd_usec, &next_ping)) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return log_error_errno(errno, "master: poll: %m");
@@ -386,8 +411,14 @@ int master_run(const struct master_options *o, int listen_fd) {
                                 master_on_broker(slot[i]);
                 if (first == 2 && !stopping && (pfd[1].revents & POLLIN))
                         master_on_accept(o, listen_fd);
-                (void) sd_notifyf(false, "STATUS=master: %zu brokers, %u connections", n_live_brokers(),
-                                  n_conns_total);
+                /* Only changes: sd_notify() blocks when the manager's
+                 * queue is full, and the master must not. */
+                size_t nb = n_live_brokers();
+                if (nb != told_brokers || n_conns_total != told_conns) {
+                        told_brokers = nb;
+                        told_conns = n_conns_total;
+                        (void) sd_notifyf(false, "STATUS=master: %zu brokers, %u connections", nb, n_conns_total);
+                }
         }
         return 0;
 }
