@@ -624,6 +624,24 @@ static long read_long_file(const char *path) {
         return v;
 }
 
+/* This process's capability sets and no_new_privs, as the kernel reports
+ * them: a broker must show all zero. */
+static void doctor_capabilities(struct server *s, struct json_object *checks) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[256], eff[32] = "?", prm[32] = "?", bnd[32] = "?", nnp[8] = "?";
+
+        while (f && fgets(line, sizeof line, f)) {
+                (void) (sscanf(line, "CapEff: %31s", eff) || sscanf(line, "CapPrm: %31s", prm) ||
+                        sscanf(line, "CapBnd: %31s", bnd) || sscanf(line, "NoNewPrivs: %7s", nnp));
+        }
+        bool none = strtoull(eff, NULL, 16) == 0 && strtoull(prm, NULL, 16) == 0;
+        bool broker = s->ctl_fd >= 0;
+        doctor_check(checks, "capabilities", !broker || (none && strtoull(bnd, NULL, 16) == 0 && strcmp(nnp, "1") == 0),
+                     "CapEff=%llx CapPrm=%llx CapBnd=%llx NoNewPrivs=%s%s", strtoull(eff, NULL, 16),
+                     strtoull(prm, NULL, 16), strtoull(bnd, NULL, 16), nnp,
+                     broker ? " (a broker must hold none)" : "");
+}
+
 static int method_doctor(struct conn *c, struct json_object *p) {
         struct server *s = c->server;
         struct json_object *checks = json_object_new_array();
@@ -653,6 +671,7 @@ static int method_doctor(struct conn *c, struct json_object *p) {
                           (unsigned) s->uid);
         else
                 doctor_check(checks, "socket", true, "socket passed by systemd (socket activation)");
+        doctor_capabilities(s, checks);
         doctor_layers(s, checks);
         doctor_check(checks, "config", true, "%s", s->config_path ? s->config_path : "built-in defaults");
         const char *const *shapes = profile_shapes(profile_set_find(s->profiles, "passive"));

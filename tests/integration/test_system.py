@@ -589,13 +589,14 @@ def test_toolsctl_doctor_as_root_and_user(system, users):
         assert "bwrap" in out, out
 
 
-@pytest.mark.xfail(strict=True, reason="Doctor has no capabilities check yet (methods.c)")
 def test_doctor_reports_capabilities(system, users):
     a = users[0]
     with system.client_as(a) as c:
         checks = {x["name"]: x for x in c.doctor()}
     assert "capabilities" in checks
-    assert "CapEff=0" in checks["capabilities"]["detail"].replace(" ", "")
+    assert checks["capabilities"]["ok"] is True
+    detail = checks["capabilities"]["detail"]
+    assert "CapEff=0 CapPrm=0 CapBnd=0 NoNewPrivs=1" in detail, detail
 
 
 def test_doctor_checks_in_a_broker(system, users):
