@@ -8,7 +8,7 @@ packages=(
         libuv1-dev libsystemd-dev libcap-ng-dev libjson-c-dev libinih-dev
         libseccomp-dev libcurl4-openssl-dev libpcre2-dev libcmocka-dev
         libclang-rt-14-dev
-        bubblewrap systemd python3-pytest procps iproute2 passwd
+        bubblewrap systemd python3-pytest procps iproute2 passwd groff-base
 )
 
 missing=()
