@@ -29,10 +29,13 @@ static inline void freep(void *p) {
 }
 #define _cleanup_free_ _cleanup_(freep)
 
+/* Closes and forgets: the variable is -1 afterwards, so a second closep()
+ * (or a later poll on it) cannot touch a number the kernel has reused. */
 static inline void closep(int *fd) {
         if (*fd >= 0) {
                 int saved = errno;
                 (void) close(*fd);
+                *fd = -1;
                 errno = saved;
         }
 }
