@@ -310,6 +310,8 @@ void worker_pause(struct worker *w, bool pause);
 /* Reaps children; called on SIGCHLD. */
 void supervisor_on_sigchld(struct server *s);
 int supervisor_init(struct server *s);
-/* True when pid descends from one of our running calls: a sandboxed tool
- * must not reach toolsd (to open itself an unsandboxed session). */
-bool supervisor_is_inside_call(pid_t pid);
+/* 1 when the peer (pid, and its pidfd when the kernel gives one; else -1)
+ * descends from one of our running calls, 0 when not, -ESRCH when it is
+ * gone or unreadable: a tool must not reach toolsd (to open itself a
+ * session on another directory, or one without the sandbox). */
+int supervisor_peer_inside_call(pid_t pid, int pidfd);

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -189,6 +191,34 @@ static int skill_limits(struct server *s, struct json_object *lim, struct sessio
         return 0;
 }
 
+/* Whether the socket this connection came in on lies beneath root (a
+ * canonical path). The path is the listener's, from getsockname() on the
+ * connection itself, so it is known under socket activation and in a
+ * broker too; its directory is canonicalised before comparing, so "//" or
+ * symlinks in --listen change nothing. Unknown (abstract, unnamed) counts
+ * as not within. */
+static bool socket_within(struct conn *c, const char *root) {
+        struct sockaddr_un sa = {};
+        socklen_t len = sizeof sa;
+        uv_os_fd_t fd;
+        char dir[PATH_MAX], real[PATH_MAX];
+
+        if (uv_fileno((uv_handle_t *) &c->pipe, &fd) < 0 || getsockname(fd, (struct sockaddr *) &sa, &len) < 0 ||
+            len <= offsetof(struct sockaddr_un, sun_path) || sa.sun_path[0] != '/')
+                return false;
+        sa.sun_path[MIN((size_t) len - offsetof(struct sockaddr_un, sun_path), sizeof sa.sun_path - 1)] = '\0';
+        (void) snprintf(dir, sizeof dir, "%s", sa.sun_path);
+        char *slash = strrchr(dir, '/');
+        if (slash == dir)
+                slash[1] = '\0';
+        else
+                *slash = '\0';
+        if (!realpath(dir, real))
+                return false;
+        size_t rl = strlen(root);
+        return strncmp(real, root, rl) == 0 && (real[rl] == '/' || real[rl] == '\0');
+}
+
 static int open_root(struct conn *c, const char *path, struct session *sess) {
         struct stat st;
         char proc[64], buf[PATH_MAX];
@@ -228,9 +258,7 @@ static int open_root(struct conn *c, const char *path, struct session *sess) {
         }
         /* The sandbox binds the root read-write: toolsd's own socket must
          * not be inside it. */
-        size_t rl = strlen(buf);
-        const char *sock = c->server->bound_path;
-        if (sock && strncmp(sock, buf, rl) == 0 && sock[rl] == '/') {
+        if (socket_within(c, buf)) {
                 error_invalid_argument(c, "artifacts_root", "contains toolsd's socket");
                 return -EPERM;
         }

@@ -17,6 +17,10 @@
 #include <unistd.h>
 
 #include "daemon.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
 #include "log.h"
 
 #define READ_CHUNK (64u * 1024u)
@@ -326,8 +330,14 @@ static void conn_start(struct conn *c) {
         }
         /* Same uid, but a tool of ours: the sandbox must not be able to
          * call back into toolsd (say, for a sandbox:"off" session). */
-        if (c->pid > 0 && supervisor_is_inside_call(c->pid)) {
-                log_warning("refused connection from pid=%d: it runs inside a tool call", (int) c->pid);
+        _cleanup_close_ int pidfd = -1;
+        socklen_t plen = sizeof pidfd;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &plen) < 0)
+                pidfd = -1; /* kernels before 6.5: the pid alone */
+        int inside = c->pid > 0 ? supervisor_peer_inside_call(c->pid, pidfd) : -ESRCH;
+        if (inside != 0) {
+                log_warning("refused connection from pid=%d: %s", (int) c->pid,
+                            inside > 0 ? "it runs inside a tool call" : "the peer is gone or cannot be inspected");
                 return conn_refuse(c, "org.varlink.service.PermissionDenied", NULL, "peer inside a call");
         }
         if (s->n_conns > s->config->max_connections) {
@@ -363,6 +373,8 @@ static void server_on_connection(uv_stream_t *listener, int status) {
         conn_start(c);
 }
 
+/* -ENOMEM when no connection was made of fd; any later failure closes the
+ * connection the usual way (and so is counted closed once, there). */
 int server_adopt(struct server *s, int fd) {
         struct conn *c = conn_new(s);
         if (!c) {
@@ -373,7 +385,7 @@ int server_adopt(struct server *s, int fd) {
         if (r < 0) {
                 close(fd);
                 conn_close(c, "cannot adopt the connection");
-                return r;
+                return 0;
         }
         conn_start(c);
         return 0;
@@ -385,7 +397,12 @@ static int mkdir_parents(const char *path, mode_t mode) {
                 return -ENOMEM;
         for (char *slash = strchr(p + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
                 *slash = '\0';
-                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                /* Our umask (0077) must not narrow it: a system socket's
+                 * directory has to be reachable by every user. */
+                if (mkdir(p, mode) == 0) {
+                        if (chmod(p, mode) < 0)
+                                return -errno;
+                } else if (errno != EEXIST)
                         return -errno;
                 *slash = '/';
         }

@@ -138,6 +138,15 @@ static void kill_orphans(void) {
                 if (n <= 0)
                         continue;
                 buf[n] = '\0';
+                /* A full buffer may end in the middle of a pid: drop the
+                 * last number rather than kill a wrong one (the rest are
+                 * killed on the next SIGCHLD). */
+                if ((size_t) n == sizeof buf - 1) {
+                        char *last = strrchr(buf, ' ');
+                        if (!last)
+                                continue;
+                        *last = '\0';
+                }
                 for (char *p = buf, *end; *p; p = end) {
                         long pid = strtol(p, &end, 10);
                         if (end == p)
@@ -582,15 +591,37 @@ static pid_t parent_of(pid_t pid) {
         return (pid_t) ppid;
 }
 
-bool supervisor_is_inside_call(pid_t pid) {
-        /* SO_PEERCRED's pid is already in our pid namespace; walk up. */
-        for (unsigned depth = 0; pid > 1 && depth < 256; depth++) {
+int supervisor_peer_inside_call(pid_t pid, int pidfd) {
+        /* SO_PEERCRED's pid is already in our pid namespace; walk up. The
+         * peer itself must be readable: one that is gone (it connected and
+         * exited, leaving the socket to a sibling) is refused, not waved
+         * through. An ancestor we cannot read is not ours: our workers and
+         * everything under them run as our uid. Reaching ourselves means
+         * an orphan of an unsandboxed call, reparented to us. */
+        pid_t self = getpid();
+        for (unsigned depth = 0; depth < 256; depth++) {
+                if (pid == self)
+                        return 1;
                 for (struct worker *w = workers; w; w = w->next)
                         if (w->pid == pid)
-                                return true;
-                pid = parent_of(pid);
+                                return 1;
+                pid_t parent = parent_of(pid);
+                if (parent < 0) {
+                        if (depth == 0)
+                                return -ESRCH;
+                        break;
+                }
+                if (parent <= 1)
+                        break;
+                pid = parent;
         }
-        return false;
+        /* The pid may have been reused while we walked: the pidfd pins the
+         * peer, and it must still be alive for the walk to be about it. */
+        /* (EPERM: alive, but not ours to signal, e.g. a peer that changed
+         * only its effective uid; only ESRCH means gone.) */
+        if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0 && errno == ESRCH)
+                return -ESRCH;
+        return 0;
 }
 
 int supervisor_init(struct server *s) {

@@ -740,3 +740,51 @@ def test_root_holding_the_socket_refused(daemon, root):
         with pytest.raises(toolsd.InvalidArgument) as e:
             open_session(c, os.path.dirname(daemon.socket))
         assert e.value.parameters == {"field": "artifacts_root", "reason": "contains toolsd's socket"}
+
+
+DEAD_CHILD = """
+import json, os, socket
+# The child connects and exits at once; the parent then speaks on the
+# socket it inherited, so the peer toolsd sees is gone when it looks.
+s = socket.socket(socket.AF_UNIX)
+pid = os.fork()
+if pid == 0:
+    s.connect(%r)
+    os._exit(0)
+os.waitpid(pid, 0)
+try:
+    s.sendall(json.dumps({"method": "io.toolsd.Status"}).encode() + b"\\0")
+except OSError:
+    pass
+buf = b""
+while not buf.endswith(b"\\0"):
+    d = s.recv(4096)
+    if not d:
+        break
+    buf += d
+print(buf.rstrip(b"\\0").decode() or "closed")
+"""
+
+
+def test_dead_child_connection_refused(make_daemon, root):
+    """A peer that is gone when toolsd inspects it is refused, not taken
+    for someone outside the call."""
+    d = make_daemon(config="[Sandbox]\nBubblewrapPath=/nonexistent/bwrap\n")
+    with d.client() as c:
+        s = open_session(c, root)
+        r = py(s, DEAD_CHILD % d.socket)
+        assert r["outcome"] == "ok", r["text"]
+        assert json.loads(r["stdout"])["error"] == "org.varlink.service.PermissionDenied", r["stdout"]
+
+
+def test_root_holding_the_socket_refused_whatever_the_spelling(make_daemon, tmpdir_short):
+    """--listen with '//' (or a symlinked directory) names the same socket:
+    the check compares canonical paths, taken from the connection."""
+    root = os.path.join(tmpdir_short, "r")
+    os.mkdir(root, 0o700)
+    d = make_daemon(listen=False, args=["--listen", root + "//io.toolsd"])
+    d.socket = os.path.join(root, "io.toolsd")
+    with d.client() as c:
+        with pytest.raises(toolsd.InvalidArgument) as e:
+            open_session(c, root)
+        assert e.value.parameters["reason"] == "contains toolsd's socket"
