@@ -15,6 +15,7 @@
  * uid's count.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -40,13 +41,16 @@
 #define BROKERS_MAX 1024
 #define RESTARTS_MAX 5          /* abnormal broker ends per uid ... */
 #define RESTART_WINDOW_SEC 30   /* ... within this window refuse that uid for as long */
+#define BROKERS_PER_UID_MAX 2   /* the serving one, and one on its way out */
+#define EXIT_GRACE_USEC (5u * 1000000u) /* a broker that said it exits, and has not, is killed */
 
 struct broker {
         uid_t uid;
         pid_t pid;                      /* 0: slot free or broker gone */
         int ctl;                        /* our end of the control socket */
-        uint32_t conns;
+        uint32_t conns;                 /* counted until the broker is reaped */
         bool exiting;                   /* asked to exit: hand it nothing more */
+        uint64_t kill_at_usec;          /* exiting: SIGKILL if still alive then */
 };
 
 /* Abnormal ends per uid, to stop a crash loop. */
@@ -82,6 +86,21 @@ static void refuse(int fd, const char *error, const char *what, uint64_t limit) 
         close(fd);
 }
 
+/* Brokers of a uid, exiting ones included, and the connections they hold:
+ * a broker that says it exits (the user can make it say anything) still
+ * counts until it is reaped. */
+static void uid_totals(uid_t uid, size_t *ret_brokers, uint32_t *ret_conns) {
+        size_t n = 0;
+        uint32_t c = 0;
+        for (size_t i = 0; i < BROKERS_MAX; i++)
+                if (brokers[i].pid > 0 && brokers[i].uid == uid) {
+                        n++;
+                        c += brokers[i].conns;
+                }
+        *ret_brokers = n;
+        *ret_conns = c;
+}
+
 static struct broker *broker_find(uid_t uid) {
         for (size_t i = 0; i < BROKERS_MAX; i++)
                 if (brokers[i].pid > 0 && brokers[i].uid == uid && !brokers[i].exiting)
@@ -115,7 +134,7 @@ static bool crash_looping(uid_t uid) {
 }
 
 /* In the forked child: become the user, for good, then re-execute. */
-_noreturn_ static void broker_exec(const struct master_options *o, const struct passwd *pw, int ctl) {
+_noreturn_ static void broker_exec(const struct master_options *o, const struct passwd *pw, int ctl, pid_t master) {
         char name[64], uidarg[32];
         char *argv[8];
         size_t k = 0;
@@ -125,8 +144,8 @@ _noreturn_ static void broker_exec(const struct master_options *o, const struct 
         sigset_t none;
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
-        (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (dup2(ctl, MASTER_BROKER_FD) < 0)
+        /* dup2() onto itself would keep close-on-exec. */
+        if (ctl == MASTER_BROKER_FD ? fcntl(ctl, F_SETFD, 0) < 0 : dup2(ctl, MASTER_BROKER_FD) < 0)
                 _exit(126);
         (void) syscall(SYS_close_range, MASTER_BROKER_FD + 1, ~0U, 0);
 
@@ -140,6 +159,10 @@ _noreturn_ static void broker_exec(const struct master_options *o, const struct 
         if (getuid() != pw->pw_uid || geteuid() != pw->pw_uid || getgid() != pw->pw_gid)
                 _exit(126);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                _exit(126);
+        /* After the uid change, which clears it; and if the master is
+         * already gone, so are we. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != master)
                 _exit(126);
 
         (void) snprintf(name, sizeof name, "toolsd: broker uid=%u", (unsigned) pw->pw_uid);
@@ -199,6 +222,7 @@ static struct broker *broker_start(const struct master_options *o, uid_t uid) {
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return NULL;
 
+        pid_t master = getpid();
         pid_t pid = fork();
         if (pid < 0) {
                 close(sv[0]);
@@ -206,7 +230,7 @@ static struct broker *broker_start(const struct master_options *o, uid_t uid) {
                 return NULL;
         }
         if (pid == 0)
-                broker_exec(o, &pw, sv[1]);
+                broker_exec(o, &pw, sv[1], master);
         close(sv[1]);
         *b = (struct broker) { .uid = uid, .pid = pid, .ctl = sv[0] };
         log_info("master: started broker pid=%d for uid=%u (%s)", (int) pid, (unsigned) uid, pw.pw_name);
@@ -247,9 +271,16 @@ static void master_on_accept(const struct master_options *o, int lfd) {
         }
 
         struct broker *b = broker_find(cred.uid);
-        if (b && b->conns >= cfg->max_connections_per_uid) {
-                log_warning("master: refused uid=%u: %u connections", (unsigned) cred.uid, b->conns);
+        size_t nb;
+        uint32_t nc;
+        uid_totals(cred.uid, &nb, &nc);
+        if (nc >= cfg->max_connections_per_uid) {
+                log_warning("master: refused uid=%u: %u connections", (unsigned) cred.uid, nc);
                 return refuse(fd, "io.toolsd.LimitExceeded", "connections_per_user", cfg->max_connections_per_uid);
+        }
+        if (!b && nb >= BROKERS_PER_UID_MAX) {
+                log_warning("master: refused uid=%u: its previous broker has not exited yet", (unsigned) cred.uid);
+                return refuse(fd, "io.toolsd.LimitExceeded", "brokers_per_user", BROKERS_PER_UID_MAX);
         }
         if (!b && !(b = broker_start(o, cred.uid)))
                 return refuse(fd, "org.varlink.service.PermissionDenied", NULL, 0);
@@ -265,6 +296,8 @@ static void master_on_accept(const struct master_options *o, int lfd) {
 }
 
 /* One byte per message: 'c' a connection closed, 'x' I want to exit. */
+static uint64_t mono_usec(void);
+
 static void master_on_broker(struct broker *b) {
         char m[16];
         ssize_t n = recv(b->ctl, m, sizeof m, MSG_DONTWAIT);
@@ -273,11 +306,11 @@ static void master_on_broker(struct broker *b) {
                 b->conns--;
                 n_conns_total--;
         } else if ((n == 1 && m[0] == 'x') || n == 0) {
-                /* Exiting (or gone): new connections go to a new broker. The
-                 * broker ends when it has served what it still holds. */
+                /* Exiting (or gone): new connections go to a new broker.
+                 * Its connections stay counted until it is reaped, and it
+                 * gets a few seconds to end. */
                 b->exiting = true;
-                n_conns_total -= MIN(n_conns_total, b->conns);
-                b->conns = 0;
+                b->kill_at_usec = mono_usec() + EXIT_GRACE_USEC;
                 closep(&b->ctl);
         }
 }
@@ -385,7 +418,23 @@ int master_run(const struct master_options *o, int listen_fd) {
                 if (stopping && n_live_brokers() == 0)
                         break;
                 size_t first = stopping ? 1 : 2;
-                if (poll(pfd, n, watchdog_ping(wd_usec, &next_ping)) < 0) {
+                int timeout = watchdog_ping(wd_usec, &next_ping);
+                uint64_t now = mono_usec();
+                for (size_t i = 0; i < BROKERS_MAX; i++) {
+                        struct broker *b = &brokers[i];
+                        if (b->pid <= 0 || !b->exiting)
+                                continue;
+                        if (now >= b->kill_at_usec) {
+                                log_warning("master: broker pid=%d uid=%u said it exits and did not; killing it",
+                                            (int) b->pid, (unsigned) b->uid);
+                                (void) kill(b->pid, SIGKILL);
+                                b->kill_at_usec = UINT64_MAX;
+                        } else if (b->kill_at_usec != UINT64_MAX) {
+                                int left = (int) MIN((b->kill_at_usec - now + 999u) / 1000u, (uint64_t) INT32_MAX);
+                                timeout = timeout < 0 ? left : MIN(timeout, left);
+                        }
+                }
+                if (poll(pfd, n, timeout) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return log_error_errno(errno, "master: poll: %m");
