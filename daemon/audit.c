@@ -241,6 +241,8 @@ static int transcript_open(int dirfd, const char *task_id) {
         return TAKE_FD(fd);
 }
 
+#define LOCK_TRIES 1000                 /* × 1 ms: brokers hold it for microseconds */
+
 /* The writers' lock is tool_calls/.lock, mode 0200, not the transcript: a
  * sandboxed command could flock() the transcript (it may read it), but it
  * can open the lock file neither for reading (mode) nor for writing (the
@@ -259,10 +261,16 @@ static int lock_take(int dirfd) {
                 return -EPERM;
         if ((st.st_mode & 07777) != 0200 && fchmod(fd, 0200) < 0)
                 return negative_errno();
-        while (flock(fd, LOCK_EX) < 0)
-                if (errno != EINTR)
+        /* Bounded all the same: an unsandboxed command (no read-only
+         * mount) could open the lock file and hold it. */
+        for (int i = 0; i < LOCK_TRIES; i++) {
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                        return TAKE_FD(fd);
+                if (errno != EWOULDBLOCK && errno != EINTR)
                         return negative_errno();
-        return TAKE_FD(fd);
+                (void) usleep(1000);
+        }
+        return -EWOULDBLOCK;
 }
 
 /* Under the lock: cuts a tail that lacks its newline (a writer died in the
@@ -311,13 +319,15 @@ int audit_append(int tool_calls_fd, const char *task_id, struct json_object *rec
         r = line_format(record, &line, &len);
         if (r < 0)
                 return r;
+        /* Held by someone for a second (only an unsandboxed command can):
+         * append whole all the same, but repair and cut nothing. */
         _cleanup_close_ int lock = lock_take(tool_calls_fd);
-        if (lock < 0)
+        if (lock < 0 && lock != -EWOULDBLOCK)
                 return lock;
         _cleanup_close_ int fd = transcript_open(tool_calls_fd, task_id);
         if (fd < 0)
                 return fd;
-        if (tail_repair(fd, &before) < 0)
+        if (lock < 0 || tail_repair(fd, &before) < 0)
                 before = -1;
 
         ssize_t k;
