@@ -241,7 +241,7 @@ static int transcript_open(int dirfd, const char *task_id) {
         return TAKE_FD(fd);
 }
 
-#define LOCK_TRIES 1000                 /* × 1 ms: brokers hold it for microseconds */
+#define LOCK_TRIES 100                  /* × 1 ms: brokers hold it for microseconds */
 
 /* The writers' lock is tool_calls/.lock, mode 0200, not the transcript: a
  * sandboxed command could flock() the transcript (it may read it), but it
@@ -261,8 +261,9 @@ static int lock_take(int dirfd) {
                 return -EPERM;
         if ((st.st_mode & 07777) != 0200 && fchmod(fd, 0200) < 0)
                 return negative_errno();
-        /* Bounded all the same: an unsandboxed command (no read-only
-         * mount) could open the lock file and hold it. */
+        /* Bounded all the same (this runs on the broker's loop): an
+         * unsandboxed command (no read-only mount) could open the lock file
+         * and hold it. */
         for (int i = 0; i < LOCK_TRIES; i++) {
                 if (flock(fd, LOCK_EX | LOCK_NB) == 0)
                         return TAKE_FD(fd);

@@ -60,7 +60,7 @@ bool audit_task_id_valid(const char *task_id);
  * (mode 0200, which a sandboxed command can open neither for reading nor,
  * on its read-only mount, for writing, so it cannot hold the lock and stall
  * the broker; an unsandboxed command, which has no read-only mount, could,
- * so the wait is bounded to a second, after which the line is appended
+ * so the wait is bounded to 100 ms, after which the line is appended
  * whole without any repair). Under it, a tail without its newline (left by a writer that
  * died mid-write) is cut off before appending, and a short write of our
  * own (ENOSPC, EFBIG) is cut back, so the file holds whole lines only.

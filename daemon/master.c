@@ -305,8 +305,9 @@ static void master_on_broker(struct broker *b) {
         if (n == 1 && m[0] == 'c' && b->conns > 0) {
                 b->conns--;
                 n_conns_total--;
-        } else if ((n == 1 && m[0] == 'x') || n == 0) {
-                /* Exiting (or gone): new connections go to a new broker.
+        } else if ((n == 1 && m[0] == 'x') || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                /* Exiting, gone, or a broken channel (which would keep
+                 * poll() waking): new connections go to a new broker.
                  * Its connections stay counted until it is reaped, and it
                  * gets a few seconds to end. */
                 b->exiting = true;

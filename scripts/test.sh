@@ -90,7 +90,7 @@ step build-asan build build-asan clang -Db_sanitize=address,undefined -Db_lundef
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 unit build-asan asan
-integration "$src/build-asan" asan tests/integration/test_protocol.py
+integration "$src/build-asan" asan tests/integration
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # libFuzzer: each target runs for FUZZ_SECONDS over a copy of its seed
