@@ -179,8 +179,10 @@ struct session {
         uint32_t running;
         bool closed;                    /* out of the table; freed when running reaches 0 */
         /* The last SESSION_CALL_IDS_MAX run_shell calls, a ring: the calls
-         * whose output read_tool_result may read in this session. */
-        char call_ids[SESSION_CALL_IDS_MAX][ID_LEN + 1];
+         * whose output read_tool_result may read in this session. Grown on
+         * demand, so an idle session costs nothing for it. */
+        char (*call_ids)[ID_LEN + 1];
+        uint32_t cap_call_ids;
         uint64_t n_call_ids;
 };
 

@@ -132,6 +132,7 @@ void session_free(struct session *sess) {
         closep(&sess->tool_calls_fd);
         strv_free(sess->envp);
         strv_free(sess->dropped_env);
+        free(sess->call_ids);
         free(sess);
 }
 

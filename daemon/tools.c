@@ -116,7 +116,7 @@ int tools_specs(const struct server *s, const struct session *sess, struct json_
 }
 
 bool session_has_call(const struct session *sess, const char *id) {
-        uint64_t n = MIN(sess->n_call_ids, (uint64_t) SESSION_CALL_IDS_MAX);
+        uint64_t n = MIN(sess->n_call_ids, (uint64_t) sess->cap_call_ids);
         for (uint64_t i = 0; id && i < n; i++)
                 if (strcmp(sess->call_ids[i], id) == 0)
                         return true;
@@ -124,7 +124,16 @@ bool session_has_call(const struct session *sess, const char *id) {
 }
 
 static void session_remember_call(struct session *sess, const char *id) {
-        memcpy(sess->call_ids[sess->n_call_ids % SESSION_CALL_IDS_MAX], id, ID_LEN + 1);
+        /* Doubling up to the maximum, then a ring over the oldest. */
+        if (sess->n_call_ids >= sess->cap_call_ids && sess->cap_call_ids < SESSION_CALL_IDS_MAX) {
+                uint32_t cap = sess->cap_call_ids ? MIN(sess->cap_call_ids * 2, SESSION_CALL_IDS_MAX) : 8;
+                void *n = reallocarray(sess->call_ids, cap, sizeof *sess->call_ids);
+                if (!n)
+                        return; /* read_tool_result will not find this call: refused, not unsafe */
+                sess->call_ids = n;
+                sess->cap_call_ids = cap;
+        }
+        memcpy(sess->call_ids[sess->n_call_ids % sess->cap_call_ids], id, ID_LEN + 1);
         sess->n_call_ids++;
 }
 
