@@ -674,3 +674,24 @@ def test_system_units_content():
     assert "CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL CAP_SETPCAP" in service
     assert "NoNewPrivileges=yes" in service
     assert "ListenStream=/run/toolsd/io.toolsd" in sock and "SocketMode=0666" in sock
+
+
+# ---- the process limit, where the kernel applies it ---------------------------
+
+def test_fork_bomb_hits_process_limit_as_a_user(system, users, roots):
+    """RLIMIT_NPROC is never applied to host uid 0, so test_sandbox.py's fork
+    bomb is skipped when the suite runs as root; a broker runs as a real
+    user, and there the limit holds: forks fail with EAGAIN, the call ends,
+    and the next call works."""
+    from test_sandbox import FORK_STORM
+    a = users[0]
+    with system.client_as(a) as c:
+        s = open_session(c, roots[a.name], limits={"processes": 20})
+        r = py(s, FORK_STORM % ("bomb", 2000), timeout_ms=10000)
+        assert r["outcome"] == "ok", r
+        limit, line = r["stdout"].split("\n")[:2]
+        forks, err = line.split()
+        assert (limit, err) == ("20", "EAGAIN"), r["stdout"]
+        assert int(forks) < 20
+        again = py(s, "print('still here')")
+        assert (again["outcome"], again["stdout"]) == ("ok", "still here\n"), again
