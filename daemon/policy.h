@@ -92,6 +92,12 @@ enum path_verdict {
 int policy_path_check(int root_fd, const char *root_path, const char *arg, bool must_exist,
                       enum path_verdict *ret_verdict, char **ret_rel, const char **ret_reason);
 
+/* True when a path relative to the root has a hidden component (one that
+ * starts with '.', e.g. ".env", ".git/config", "a/.ssh/id_rsa"); "." alone
+ * (the root) is not hidden. run_shell refuses file arguments that are:
+ * hidden files are where projects keep secrets and settings. */
+bool policy_path_is_hidden(const char *rel);
+
 /* ---- command profiles (policy_profile.c) ---- */
 
 /* The file format is documented in docs/profiles.md. Programs are matched

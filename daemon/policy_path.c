@@ -237,3 +237,16 @@ int policy_path_check(int root_fd, const char *root_path, const char *arg, bool 
         *ret_rel = TAKE_PTR(rel);
         return 0;
 }
+
+bool policy_path_is_hidden(const char *rel) {
+        /* Any component that starts with '.', but "." (the root) itself. */
+        for (const char *p = rel; p && *p;) {
+                size_t n = strcspn(p, "/");
+                if (p[0] == '.' && !(n == 1))
+                        return true;
+                p += n;
+                while (*p == '/')
+                        p++;
+        }
+        return false;
+}

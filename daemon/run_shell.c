@@ -608,6 +608,10 @@ static struct json_object *check_paths(struct call *c, char **argv, const struct
                 if (r < 0)
                         return result_new("sandbox_error", "internal", "toolsd could not check a path",
                                           sess->sandboxed);
+                if (v == PATH_OK && policy_path_is_hidden(rel)) {
+                        v = PATH_REFUSED;
+                        reason = "hidden files (.env, .git, .ssh, ...) are not open to tools";
+                }
                 if (v != PATH_OK) {
                         _cleanup_free_ char *shown = text_of(argv[i], strnlen(argv[i], 256));
                         (void) snprintf(text, sizeof text, "path not allowed: '%s': %s", shown ? shown : "?",

@@ -362,6 +362,25 @@ def test_path_refused(passive, files, command, shown):
     assert "stdout" not in r and "root:" not in r["text"]
 
 
+@pytest.mark.parametrize("command,shown", [
+    ("cat .env", ".env"),
+    ("head -n 1 .git/config", ".git/config"),
+    ("cat sub/.ssh/id_rsa", "sub/.ssh/id_rsa"),
+])
+def test_hidden_files_refused(passive, files, command, shown):
+    # They exist and lie under the root: refused for being hidden, which is
+    # where projects keep secrets and settings.
+    for name in (".env", ".git/config", "sub/.ssh/id_rsa"):
+        os.makedirs(os.path.dirname(os.path.join(files, name)), exist_ok=True)
+        write(files, name, "SECRET=1\n")
+    r = sh(passive, command)
+    assert (r["outcome"], r["reason"]) == ("refused", "path"), r
+    assert r["text"] == "path not allowed: '%s': hidden files (.env, .git, .ssh, ...) are not open to tools" % shown
+    assert "SECRET" not in r["text"]
+    # Listing the root still shows them by name.
+    assert ".env" in sh(passive, "ls -la")["stdout"]
+
+
 def test_path_absolute_inside_root_allowed(passive, files):
     r = sh(passive, "cat %s/a.txt" % files)
     assert r["outcome"] == "ok" and r["stdout"].startswith("line 1\n"), r

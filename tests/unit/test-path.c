@@ -439,6 +439,20 @@ static void test_race(void **state) {
         assert_true(refused > 0);
 }
 
+static void test_hidden(void **state) {
+        static const char *const hidden[] = { ".env", ".git/config", "a/.ssh/id_rsa", "src/.cache", "..x",
+                                              ".", /* handled below */ };
+        static const char *const plain[] = { "a.txt", "src/app.py", "a/b/c", "x.", "a..b", "dir/x.env" };
+
+        for (size_t i = 0; i < ELEMENTSOF(hidden) - 1; i++)
+                assert_true(policy_path_is_hidden(hidden[i]));
+        for (size_t i = 0; i < ELEMENTSOF(plain); i++)
+                assert_false(policy_path_is_hidden(plain[i]));
+        assert_false(policy_path_is_hidden("."));       /* the root itself */
+        assert_false(policy_path_is_hidden(""));
+        assert_true(policy_path_is_hidden("a//.b"));
+}
+
 static void add_tests(struct CMUnitTest *all, size_t *n, const struct CMUnitTest *t, size_t k) {
         memcpy(all + *n, t, k * sizeof *t);
         *n += k;
@@ -446,6 +460,7 @@ static void add_tests(struct CMUnitTest *all, size_t *n, const struct CMUnitTest
 
 int main(void) {
         static const struct CMUnitTest always[] = {
+                cmocka_unit_test(test_hidden),
                 cmocka_unit_test(test_absolute_outside),
                 cmocka_unit_test(test_empty_and_errors),
         };
