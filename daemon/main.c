@@ -34,6 +34,7 @@
 #include "io.toolsd.varlink.h"
 #include "log.h"
 #include "master.h"
+#include "seccomp_filter.h"
 #include "org.varlink.service.varlink.h"
 #include "sandbox.h"
 
@@ -319,8 +320,13 @@ static int listen_socket(struct server *s, const struct options *o) {
                         return log_error_errno(EINVAL, "The socket passed by systemd is not a listening Unix stream socket");
                 return server_listen(s, NULL);
         }
-        if (o->broker_uid >= 0)
+        if (o->broker_uid >= 0) {
+                /* Before the first byte of a client is read. */
+                int r = seccomp_broker_load();
+                if (r < 0)
+                        return log_error_errno(r, "Cannot load the broker's seccomp filter: %m");
                 return broker_init(s, MASTER_BROKER_FD);
+        }
 
         _cleanup_free_ char *path = o->listen ? strdup(o->listen)
                                    : s->config->listen_path ? strdup(s->config->listen_path)

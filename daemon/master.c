@@ -251,6 +251,8 @@ static int broker_send(struct broker *b, int fd, const struct ucred *cred) {
         return sendmsg(b->ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ? -errno : 0;
 }
 
+static uint64_t mono_usec(void);
+
 static void master_on_accept(const struct master_options *o, int lfd) {
         struct ucred cred;
         socklen_t len = sizeof cred;
@@ -286,8 +288,21 @@ static void master_on_accept(const struct master_options *o, int lfd) {
                 return refuse(fd, "org.varlink.service.PermissionDenied", NULL, 0);
 
         int r = broker_send(b, fd, &cred);
+        if (r < 0 && r != -EAGAIN) {
+                /* The broker died and is not reaped yet: retire it and hand
+                 * the connection to a fresh one. */
+                log_warning("master: cannot hand a connection to broker pid=%d: %s; starting another",
+                            (int) b->pid, strerror(-r));
+                b->exiting = true;
+                b->kill_at_usec = mono_usec() + EXIT_GRACE_USEC;
+                closep(&b->ctl);
+                uid_totals(cred.uid, &nb, &nc);
+                b = nb < BROKERS_PER_UID_MAX ? broker_start(o, cred.uid) : NULL;
+                r = b ? broker_send(b, fd, &cred) : -EBUSY;
+        }
         if (r < 0) {
-                log_warning("master: cannot hand a connection to broker pid=%d: %s", (int) b->pid, strerror(-r));
+                log_warning("master: cannot hand a connection over for uid=%u: %s", (unsigned) cred.uid,
+                            strerror(-r));
                 return refuse(fd, "io.toolsd.LimitExceeded", "broker_busy", 0);
         }
         b->conns++;
@@ -296,8 +311,6 @@ static void master_on_accept(const struct master_options *o, int lfd) {
 }
 
 /* One byte per message: 'c' a connection closed, 'x' I want to exit. */
-static uint64_t mono_usec(void);
-
 static void master_on_broker(struct broker *b) {
         char m[16];
         ssize_t n = recv(b->ctl, m, sizeof m, MSG_DONTWAIT);

@@ -300,3 +300,41 @@ const char *seccomp_describe(void) {
                "socket families other than AF_UNIX, AF_NETLINK/NETLINK_ROUTE and "
                "(with network) AF_INET/AF_INET6; ENOSYS for clone3";
 }
+
+/* The broker's own filter (system mode). It is inherited by bwrap, which
+ * still has to create namespaces, mount and pivot_root for each call, so it
+ * denies only what neither the broker nor bwrap's set-up ever needs: the
+ * kernel's module, kexec and BPF surfaces, other processes' memory,
+ * keyrings, io_uring, userfaultfd, perf and host administration (but not
+ * sethostname: bwrap --hostname names its own UTS namespace). The
+ * sandbox's own, stricter filter is loaded by bwrap on top of it. */
+int seccomp_broker_load(void) {
+        static const char *const deny[] = {
+                "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+                "bpf", "perf_event_open", "userfaultfd", "ptrace", "process_vm_readv",
+                "process_vm_writev", "keyctl", "add_key", "request_key", "io_uring_setup",
+                "io_uring_enter", "io_uring_register", "acct", "swapon", "swapoff", "reboot",
+                "syslog", "quotactl", "open_by_handle_at", "lookup_dcookie", "settimeofday",
+                "clock_settime", "clock_adjtime", "adjtimex",
+                "iopl", "ioperm", "nfsservctl", "vhangup",
+        };
+        _cleanup_seccomp_ scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        int r;
+
+        if (!ctx)
+                return -ENOMEM;
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+        if (r < 0)
+                r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_THREAD);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(deny); i++) {
+                int nr = seccomp_syscall_resolve_name(deny[i]);
+                if (nr == __NR_SCMP_ERROR)
+                        continue; /* not on this architecture */
+                r = seccomp_rule_add(ctx, DENY, nr, 0);
+                if (r < 0)
+                        return r;
+        }
+        return seccomp_load(ctx);
+}

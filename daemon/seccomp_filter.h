@@ -34,3 +34,9 @@ int seccomp_filter_load(const struct seccomp_options *o);
 
 /* One line for Doctor and the docs: what the filter denies and how. */
 const char *seccomp_describe(void);
+
+/* Loads the broker's own filter into the calling process (system mode):
+ * EPERM for kexec, modules, bpf, perf, ptrace and process_vm_*, keyrings,
+ * io_uring, userfaultfd and host administration; everything bwrap needs
+ * to build a sandbox stays allowed. Needs no_new_privs (the broker has it). */
+int seccomp_broker_load(void);

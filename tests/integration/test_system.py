@@ -310,6 +310,7 @@ def test_master_and_brokers_privileges(system, users):
             for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
                 assert int(st[cap], 16) == 0, (cap, st[cap])
             assert st["NoNewPrivs"] == "1"
+            assert st["Seccomp"] == "2", "the broker runs under its own seccomp filter"
             with open("/proc/%d/environ" % pid, "rb") as f:
                 env = dict(x.split(b"=", 1) for x in f.read().split(b"\0") if b"=" in x)
             assert env[b"HOME"] == u.home.encode() and env[b"USER"] == u.name.encode()
@@ -457,7 +458,9 @@ def test_crash_loop_is_stopped(system, users):
             c.status()
             p = broker_of(a.uid)
             os.kill(p, signal.SIGKILL)
-        assert wait_until(lambda: p not in brokers(), 10)
+        # Reaped by the master (not only gone from the process list).
+        dead = "broker pid=%d uid=%d killed by signal 9" % (p, a.uid)
+        assert wait_until(lambda: dead in system.log_text(), 10)
     # Five abnormal ends in the window: A is refused for now, with a reason.
     with system.raw_as(a) as s:
         assert read_messages(s) == [{"error": "io.toolsd.LimitExceeded",
@@ -695,3 +698,27 @@ def test_fork_bomb_hits_process_limit_as_a_user(system, users, roots):
         assert int(forks) < 20
         again = py(s, "print('still here')")
         assert (again["outcome"], again["stdout"]) == ("ok", "still here\n"), again
+
+
+ADJTIMEX = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(512)   # struct timex, modes = 0: a read-only query
+print(libc.adjtimex(buf), ctypes.get_errno())
+"""
+
+
+def test_broker_filter_is_inherited(system, users, roots):
+    """The broker's seccomp filter stays on everything it starts, and bwrap
+    still builds its sandbox under it. adjtimex() with modes 0 is a query
+    any process may make (the sandbox's own filter allows it): only the
+    broker's filter turns it into EPERM."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.adjtimex(ctypes.create_string_buffer(512)) >= 0  # allowed outside
+    a = users[0]
+    with system.client_as(a) as c:
+        s = open_session(c, roots[a.name])
+        r = py(s, ADJTIMEX)
+    assert r["outcome"] == "ok" and r["sandboxed"] is True, r
+    assert r["stdout"].split() == ["-1", "1"], r["stdout"]  # EPERM
