@@ -373,6 +373,18 @@ static int run_master(struct server *s, const struct options *o) {
         return r;
 }
 
+/* What load_config() loaded, for both ways out of main(). */
+static void server_free_config(struct server *s, struct toolsd_config *cfg) {
+        profile_set_free(s->profiles);
+        denylist_free(s->denylist);
+        idl_free(s->idl);
+        idl_free(s->idl_service);
+        config_done(cfg);
+        free((char *) s->config_path);
+        free(s->bound_path);
+        s->bound_path = NULL;
+}
+
 int main(int argc, char *argv[]) {
         struct options o = { .broker_uid = -1 };
         struct toolsd_config cfg = {};
@@ -398,7 +410,7 @@ int main(int argc, char *argv[]) {
         }
         if (o.system) {
                 r = run_master(&s, &o);
-                config_done(&cfg);
+                server_free_config(&s, &cfg);
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
         probe_sandbox(&s);
@@ -439,14 +451,8 @@ int main(int argc, char *argv[]) {
         r = uv_loop_close(s.loop);
         if (r < 0)
                 log_warning("event loop closed with handles open: %s", uv_strerror(r));
-        profile_set_free(s.profiles);
-        denylist_free(s.denylist);
-        idl_free(s.idl);
-        idl_free(s.idl_service);
-        config_done(&cfg);
-        free((char *) s.config_path);
+        server_free_config(&s, &cfg);
         free(s.uids);
-        free(s.bound_path);
         log_info("stopped");
         return EXIT_SUCCESS;
 }
