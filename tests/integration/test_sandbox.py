@@ -788,3 +788,54 @@ def test_root_holding_the_socket_refused_whatever_the_spelling(make_daemon, tmpd
         with pytest.raises(toolsd.InvalidArgument) as e:
             open_session(c, root)
         assert e.value.parameters["reason"] == "contains toolsd's socket"
+
+
+# ---- a symlink swapped during the calls; a tool that closes stdout ---------
+
+def test_symlink_swapped_during_calls(daemon, root):
+    """A thread flips root/x between a plain file and a symlink to
+    /etc/shadow while cat x runs again and again. The check and the use are
+    separate moments, so some calls may pass the check and then meet the
+    symlink: inside the sandbox /etc/shadow does not exist, so the host's
+    never shows."""
+    x = os.path.join(root, "x")
+    stop = threading.Event()
+
+    def flip():
+        while not stop.is_set():
+            for make in (lambda: open(x + ".tmp", "w").write("plain\n"),
+                         lambda: os.symlink("/etc/shadow", x + ".tmp")):
+                try:
+                    make()
+                    os.replace(x + ".tmp", x)
+                except OSError:
+                    pass
+
+    with open(x, "w") as f:
+        f.write("plain\n")
+    t = threading.Thread(target=flip)
+    t.start()
+    outcomes = set()
+    try:
+        with daemon.client(timeout=30) as c:
+            s = open_session(c, root, profile="passive")
+            for _ in range(40):
+                r = sh(s, "cat x")
+                outcomes.add((r["outcome"], r.get("reason")))
+                assert "root:" not in r.get("stdout", "") and "root:" not in r["text"], r
+    finally:
+        stop.set()
+        t.join()
+    assert outcomes <= {("ok", None), ("refused", "path"), ("exit", None)}, outcomes
+
+
+def test_tool_closing_stdout_early(daemon, root):
+    """Output ends (EOF) long before the process does: the call still ends
+    at its timeout, whole, and the next call works."""
+    with daemon.client(timeout=30) as c:
+        s = open_session(c, root)
+        r = py(s, "import os, time\nprint('bye', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(60)",
+               timeout_ms=1500)
+        assert r["outcome"] == "timeout", r
+        assert r["stdout"] == "bye\n"
+        assert inside(s, "print('next')") == "next\n"
