@@ -83,6 +83,8 @@ ctl run --artifacts "$work/project" --profile full --timeout 1 -- python3 -c "wh
 echo "(exit status $?)"
 set -e
 
+# Every call, allowed or refused, is one line of the task's transcript.
+ctl log --artifacts "$work/project" --task demo
 say "the raw outputs and the transcript stay in the project, read-only to the sandbox"
 ls -la "$work/project/tool_calls" | head -8
 
