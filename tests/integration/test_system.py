@@ -722,3 +722,47 @@ def test_broker_filter_is_inherited(system, users, roots):
         r = py(s, ADJTIMEX)
     assert r["outcome"] == "ok" and r["sandboxed"] is True, r
     assert r["stdout"].split() == ["-1", "1"], r["stdout"]  # EPERM
+
+
+# ---- a broker that lies -------------------------------------------------------
+
+def broker_control_socket(pid):
+    """The broker's end of its control socket (fd 3), taken with
+    pidfd_getfd() as its user could with ptrace: what the broker says to
+    the master is what its user makes it say."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(pid)
+    try:
+        fd = libc.syscall(438, pidfd, 3, 0)  # SYS_pidfd_getfd
+        assert fd >= 0, os.strerror(ctypes.get_errno())
+    finally:
+        os.close(pidfd)
+    return socket.socket(fileno=fd)
+
+
+def test_lying_broker_cannot_multiply(system, users):
+    """A broker that says 'x' (I exit) but stays: its user gets one more
+    broker, not more; the liar still counts until it is reaped, and the
+    master kills it 5 s later."""
+    a = users[0]
+    c1 = system.client_as(a)
+    c1.status()  # keeps the first broker busy: it does not leave on its own
+    p1 = broker_of(a.uid)
+    broker_control_socket(p1).send(b"x")
+    with system.client_as(a) as c2:
+        c2.status()
+        p2 = wait_until(lambda: [p for p, u in brokers().items() if u == a.uid and p != p1], 10)
+        assert p2, brokers()
+        broker_control_socket(p2[0]).send(b"x")
+        # Two brokers of this uid alive: a third is refused.
+        with system.raw_as(a) as s:
+            assert read_messages(s) == [{"error": "io.toolsd.LimitExceeded",
+                                         "parameters": {"what": "brokers_per_user", "limit": 2}}]
+        # The liar with a connection open is killed by the master.
+        killed = "broker pid=%d uid=%d said it exits and did not; killing it" % (p1, a.uid)
+        assert wait_until(lambda: killed in system.log_text(), 15), system.log_text()
+        assert wait_until(lambda: p1 not in brokers(), 10)
+        with pytest.raises((toolsd.ConnectionClosed, ConnectionError, OSError)):
+            c1.status()
+    c1.close()
