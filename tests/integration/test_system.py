@@ -766,3 +766,15 @@ def test_lying_broker_cannot_multiply(system, users):
         with pytest.raises((toolsd.ConnectionClosed, ConnectionError, OSError)):
             c1.status()
     c1.close()
+
+
+def test_brokers_die_with_a_killed_master(system, users):
+    """PR_SET_PDEATHSIG is set after the uid change (which clears it): a
+    master killed outright takes its brokers with it."""
+    a, b = users
+    with system.client_as(a) as ca, system.client_as(b) as cb:
+        ca.status()
+        cb.status()
+        pa, pb = broker_of(a.uid), broker_of(b.uid)
+        assert system.stop(signal.SIGKILL) == -signal.SIGKILL
+        assert wait_until(lambda: pa not in brokers() and pb not in brokers(), 10), brokers()
