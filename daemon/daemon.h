@@ -133,6 +133,12 @@ void broker_on_idle_timer(struct server *s, uint64_t now);
 
 /* ---- run_shell.c ---- */
 const char *helper_path(const char *name, char *buf, size_t size);
+/* The argv that runs argv in the session: bwrap's, or the exec shim's
+ * unsandboxed; helpers are our own programs argv runs (host paths). */
+int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, const char *const *helpers,
+                        char ***ret);
+/* A memfd holding the session's seccomp program for bwrap's --seccomp. */
+int run_shell_seccomp_fd(const struct server *s, bool network, int *ret_fd);
 
 /* ---- methods.c: Doctor ---- */
 void doctor_check(struct json_object *checks, const char *name, bool ok, const char *fmt, ...)

@@ -34,8 +34,6 @@
 #define TEXT_BODY (TEXT_MAX - 512u)
 
 int run_shell_spec(const struct server *s, const struct session *sess, struct json_object **ret);
-int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, char ***ret);
-int run_shell_seccomp_fd(const struct server *s, bool network, int *ret_fd);
 int run_shell_start(struct call *c);
 void run_shell_cancel(struct call *c, const char *outcome);
 
@@ -546,9 +544,11 @@ static int shim_args(const struct server *s, const struct session *sess, char **
  * run_shell_seccomp_fd() at fd 5 (pass_fds = { root_fd, tool_calls_fd,
  * seccomp_fd }) and so the shim's status pipe at fd 6. Unsandboxed, fd 5
  * is not read (the shim loads the filter) but still passed, so the status
- * fd stays at 6. Other tools that run a program (http_get's worker) use it
- * too. */
-int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, char ***ret) {
+ * fd stays at 6. Other tools that run a program of ours (http_get's
+ * worker) use it too and name it in helpers (host paths; argv names it by
+ * sandbox_helper_inside() when sandboxed). */
+int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, const char *const *helpers,
+                        char ***ret) {
         const char *shim = exec_shim_path();
         _cleanup_strv_free_ char **sargs = NULL;
         int r;
@@ -573,6 +573,7 @@ int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, cha
                         .seccomp_fd = CHILD_SECCOMP_FD,
                         .exec_shim = shim,
                         .shim_args = (const char *const *) sargs,
+                        .helpers = helpers,
                 };
                 return sandbox_argv_build(&m, ret);
         }
@@ -740,7 +741,7 @@ int run_shell_start(struct call *c) {
                 return -ENOMEM;
         run->call = c;
         run->argv = TAKE_PTR(argv);
-        r = run_shell_exec_argv(s, sess, run->argv, &run->bwrap_argv);
+        r = run_shell_exec_argv(s, sess, run->argv, NULL, &run->bwrap_argv);
         if (r < 0) {
                 run_free(run);
                 call_finish(c, result_new("sandbox_error", "setup",

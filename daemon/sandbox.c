@@ -174,6 +174,11 @@ static bool manifest_valid(const struct sandbox_manifest *m) {
                 return false;
         if (m->shim_args && !m->exec_shim)
                 return false;           /* arguments for a shim that is not run */
+        for (const char *const *h = m->helpers; h && *h; h++)
+                if (!path_is_canonical(*h))
+                        return false;
+        if (path_is_under(m->root_path, SANDBOX_HELPER_DIR))
+                return false;           /* the root's bind would hide the helpers */
         for (const char *const *p = m->ro_paths; p && *p; p++)
                 if (!path_is_canonical(*p) || path_is_under(*p, "/tmp") || path_is_under(*p, "/proc") ||
                     path_is_under(*p, "/dev"))
@@ -184,6 +189,30 @@ static bool manifest_valid(const struct sandbox_manifest *m) {
                         return false;
         }
         return true;
+}
+
+const char *sandbox_helper_inside(const char *host, char *buf, size_t size) {
+        int n;
+
+        if (!path_is_canonical(host) || !buf)
+                return NULL;
+        if (path_is_under(host, "/usr"))
+                n = snprintf(buf, size, "%s", host);
+        else
+                n = snprintf(buf, size, SANDBOX_HELPER_DIR "/%s", strrchr(host, '/') + 1);
+        return n >= 0 && (size_t) n < size ? buf : NULL;
+}
+
+static void add_helper(struct argv_builder *b, const char *host) {
+        char inside[PATH_MAX];
+
+        if (path_is_under(host, "/usr"))
+                return;                 /* the /usr bind shows it */
+        if (!sandbox_helper_inside(host, inside, sizeof inside)) {
+                b->error = -EINVAL;
+                return;
+        }
+        add3(b, "--ro-bind", host, inside);
 }
 
 static void add_filesystem(struct argv_builder *b, const struct sandbox_manifest *m) {
@@ -201,10 +230,12 @@ static void add_filesystem(struct argv_builder *b, const struct sandbox_manifest
         add2(b, "--proc", "/proc");
         add2(b, "--dev", "/dev");
         add2(b, "--tmpfs", "/tmp");
-        /* After the tmpfs, so a shim in a build tree under /tmp is not hidden,
-         * and so is the root: under /tmp it is bound onto the tmpfs. */
+        /* After the tmpfs, which holds the helpers' mount points and, for a
+         * root under /tmp, the root's. */
         if (m->exec_shim)
-                add3(b, "--ro-bind", m->exec_shim, m->exec_shim);
+                add_helper(b, m->exec_shim);
+        for (const char *const *h = m->helpers; h && *h; h++)
+                add_helper(b, *h);
         add_fd(b, "--bind-fd", m->root_fd, m->root_path);
         if (m->tool_calls_fd >= 0) {
                 _cleanup_free_ char *dest = NULL;
@@ -232,7 +263,12 @@ static void add_environment(struct argv_builder *b, const struct sandbox_manifes
 static void add_command(struct argv_builder *b, const struct sandbox_manifest *m) {
         add(b, "--");
         if (m->exec_shim) {
-                add(b, m->exec_shim);
+                char inside[PATH_MAX];
+                if (!sandbox_helper_inside(m->exec_shim, inside, sizeof inside)) {
+                        b->error = -EINVAL;
+                        return;
+                }
+                add(b, inside);
                 for (const char *const *a = m->shim_args; a && *a; a++)
                         add(b, *a);
                 add(b, "--");

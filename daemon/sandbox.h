@@ -23,10 +23,23 @@ struct sandbox_manifest {
         const char *const *argv;        /* the command, NULL-terminated, argv[0] a name or path */
         int json_status_fd;             /* --json-status-fd; -1: none */
         int seccomp_fd;                 /* --seccomp; -1: none */
-        const char *exec_shim;          /* path of toolsd-exec bound read-only and run first; NULL: none */
+        const char *exec_shim;          /* host path of toolsd-exec, run first (see sandbox_helper_inside); NULL: none */
         const char *const *shim_args;   /* arguments for the shim before "--", NULL-terminated or NULL */
         const char *hostname;           /* --hostname; NULL: "toolsd" */
+        const char *const *helpers;     /* host paths of our other programs run inside (toolsd-http),
+                                         * shown like the shim; NULL-terminated or NULL */
 };
+
+/* Where our own programs appear inside the sandbox. An installed one is
+ * under /usr, which the sandbox shows read-only: it runs at its own path. One
+ * anywhere else (a build tree) is bound read-only at SANDBOX_HELPER_DIR/<its
+ * name>, so the sandbox does not show the host's directories above it. */
+#define SANDBOX_HELPER_DIR "/tmp/.toolsd"
+
+/* The path inside the sandbox of the helper at host path `host` (canonical,
+ * absolute), written to buf; NULL when it does not fit or host is not a
+ * canonical absolute path. Pure. */
+const char *sandbox_helper_inside(const char *host, char *buf, size_t size);
 
 /* Builds the bwrap argv, in this order: namespaces (--unshare-all
  * --unshare-user, --share-net only when share_net), --die-with-parent,
@@ -34,8 +47,9 @@ struct sandbox_manifest {
  * read-only filesystem (/usr, the merged-usr links /bin /sbin /lib /lib64
  * as symlinks, the /etc files programs need via --ro-bind-try, resolv.conf
  * only with network, the extra ro_paths), --proc /proc, --dev /dev,
- * --tmpfs /tmp, the root with --bind-fd at root_path, tool_calls read-only
- * over it, --chdir root_path, --clearenv and one --setenv per envp entry,
+ * --tmpfs /tmp, the shim and helpers outside /usr read-only at
+ * sandbox_helper_inside(), the root with --bind-fd at root_path, tool_calls
+ * read-only over it, --chdir root_path, --clearenv and one --setenv per envp entry,
  * --json-status-fd, --seccomp, "--", then the shim (if any) and the command.
  * Returns a NULL-terminated malloc'd vector, -EINVAL for a manifest that
  * cannot be expressed (relative root_path, an env entry without '=', an

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,13 +22,12 @@
 #include "daemon.h"
 #include "log.h"
 #include "policy_net.h"
+#include "sandbox.h"
 
 #define HTTP_TEXT_MAX (64u * 1024u)     /* of the body, in the text the model reads */
 #define HTTP_DOC_SLACK (64u * 1024u)    /* the worker's document around the body */
 #define HTTP_KILL_SLACK_MS 2000u        /* the worker times out on its own first */
 
-int run_shell_exec_argv(struct server *s, struct session *sess, char **argv, char ***ret);
-int run_shell_seccomp_fd(const struct server *s, bool network, int *ret_fd);
 
 static void jadd(struct json_object *o, const char *key, struct json_object *v) {
         (void) json_object_object_add(o, key, v);
@@ -237,41 +237,6 @@ static int fetch_argv(struct call *c, const char *worker, const char *url, uint6
         return 0;
 }
 
-/* The worker must be visible inside the sandbox: an installed one is under
- * /usr already; one in a build tree is bound read-only at its path, after
- * the sandbox's /tmp (the bind goes just before bwrap's "--", the second
- * "--" from the end: the shim's arguments and the worker's hold none). */
-static int bind_worker(char ***argvp, const char *worker) {
-        char **v = *argvp;
-        size_t n = strv_length(v), seps = 0, at = 0;
-
-        if (strncmp(worker, "/usr/", 5) == 0)
-                return 0;
-        for (size_t i = n; i > 0 && seps < 2; i--)
-                if (strcmp(v[i - 1], "--") == 0 && ++seps == 2)
-                        at = i - 1;
-        if (seps < 2)
-                return -EINVAL;
-        char **w = calloc(n + 4, sizeof *w);
-        if (!w)
-                return -ENOMEM;
-        memcpy(w, v, at * sizeof *w);
-        w[at] = strdup("--ro-bind");
-        w[at + 1] = strdup(worker);
-        w[at + 2] = strdup(worker);
-        memcpy(w + at + 3, v + at, (n - at) * sizeof *w);
-        if (!w[at] || !w[at + 1] || !w[at + 2]) {
-                free(w[at]);
-                free(w[at + 1]);
-                free(w[at + 2]);
-                free(w);
-                return -ENOMEM;
-        }
-        free(v);
-        *argvp = w;
-        return 0;
-}
-
 /* The child's fds are run_shell_exec_argv's: root, tool_calls/, the
  * seccomp program (bwrap loads it; the network variant), then the shim's
  * status pipe. */
@@ -338,11 +303,13 @@ int http_get_start(struct call *c) {
                 return -ENOMEM;
         f->call = c;
         f->max_bytes = max_bytes;
-        r = fetch_argv(c, worker, url, max_bytes, timeout_ms, &f->argv);
+        /* Sandboxed, the worker is run at the path the sandbox shows it at. */
+        char inside[PATH_MAX];
+        const char *run_as = sess->sandboxed ? sandbox_helper_inside(worker, inside, sizeof inside) : worker;
+        const char *const helpers[] = { worker, NULL };
+        r = run_as ? fetch_argv(c, run_as, url, max_bytes, timeout_ms, &f->argv) : -EINVAL;
         if (r >= 0)
-                r = run_shell_exec_argv(c->server, sess, f->argv, &f->bwrap_argv);
-        if (r >= 0 && sess->sandboxed)
-                r = bind_worker(&f->bwrap_argv, worker);
+                r = run_shell_exec_argv(c->server, sess, f->argv, helpers, &f->bwrap_argv);
         if (r >= 0)
                 r = fetch_spawn(c, f);
         if (r < 0) {

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from conftest import skill
+from conftest import BUILD, skill
 from test_run_shell import assert_no_process, call, open_session, py, sh, stable_size
 
 import toolsd
@@ -57,15 +57,18 @@ def inside(s, code, **kw):
 
 
 def test_host_paths_not_visible(daemon, root):
+    # The build tree's own helpers (toolsd-exec) are shown at /tmp/.toolsd,
+    # not at the host path that would name the tree.
+    build = os.path.realpath(os.path.join(BUILD, "daemon"))
     probe = ("import json, os\n"
-             "paths = ['/home', '/root', '/run', '/var', %r, %r, %r]\n"
+             "paths = ['/home', '/root', '/run', '/var', %r, %r, %r, %r]\n"
              "print(json.dumps({p: os.path.exists(p) for p in paths}))\n"
-             % (daemon.socket, daemon.config_path, daemon.log_path))
+             % (daemon.socket, daemon.config_path, daemon.log_path, build))
     with daemon.client(timeout=30) as c:
         s = open_session(c, root)
         seen = json.loads(inside(s, probe))
     assert seen == {p: False for p in seen}, seen
-    assert len(seen) == 7
+    assert len(seen) == 8
 
 
 def test_root_holds_minimal_tree(daemon, root):

@@ -130,7 +130,6 @@ static void test_golden_shim_fds(void **state) {
         static const char *const want[] = {
                 BWRAP, "--unshare-all", "--unshare-user", HEAD_AFTER_NS, "--hostname", "box-1.local",
                 FILESYSTEM, SPECIAL,
-                "--ro-bind", "/usr/libexec/toolsd-exec", "/usr/libexec/toolsd-exec",
                 "--bind-fd", "7", "/srv/art",
                 "--ro-bind-fd", "12", "/srv/art/tool_calls",
                 "--chdir", "/srv/art",
@@ -156,16 +155,56 @@ static void test_golden_shim_no_args_no_env(void **state) {
         static const char *const want[] = {
                 BWRAP, "--unshare-all", "--unshare-user", HEAD_AFTER_NS, "--hostname", "toolsd",
                 FILESYSTEM, SPECIAL,
-                "--ro-bind", "/opt/exec", "/opt/exec",
+                "--ro-bind", "/opt/exec", "/tmp/.toolsd/exec",
                 "--bind-fd", "0", "/srv/art",
                 "--chdir", "/srv/art",
                 "--clearenv",
-                "--", "/opt/exec", "--", "ls", "-l", NULL,
+                "--", "/tmp/.toolsd/exec", "--", "ls", "-l", NULL,
         };
         m.root_fd = 0;
         m.exec_shim = "/opt/exec";
         m.envp = NULL;
         assert_built(&m, want);
+}
+
+/* Our programs outside /usr are shown at one fixed place, whatever the host
+ * directories above them are called; those under /usr run where they are. */
+static void test_golden_helpers(void **state) {
+        struct sandbox_manifest m = minimal();
+        static const char *const helpers[] = { "/check/work/build/daemon/toolsd-http", "/usr/lib/toolsd/x", NULL };
+        static const char *const cmd[] = { "/tmp/.toolsd/toolsd-http", "--max-bytes", "1", NULL };
+        static const char *const want[] = {
+                BWRAP, "--unshare-all", "--unshare-user", HEAD_AFTER_NS, "--hostname", "toolsd",
+                FILESYSTEM, SPECIAL,
+                "--ro-bind", "/check/work/build/daemon/toolsd-exec", "/tmp/.toolsd/toolsd-exec",
+                "--ro-bind", "/check/work/build/daemon/toolsd-http", "/tmp/.toolsd/toolsd-http",
+                "--bind-fd", "3", "/srv/art",
+                "--chdir", "/srv/art",
+                "--clearenv",
+                "--", "/tmp/.toolsd/toolsd-exec", "--", "/tmp/.toolsd/toolsd-http", "--max-bytes", "1", NULL,
+        };
+        m.root_fd = 3;
+        m.exec_shim = "/check/work/build/daemon/toolsd-exec";
+        m.helpers = helpers;
+        m.envp = NULL;
+        m.argv = cmd;
+        assert_built(&m, want);
+}
+
+static void test_helper_inside(void **state) {
+        char buf[64];
+
+        assert_string_equal(sandbox_helper_inside("/usr/libexec/toolsd/toolsd-exec", buf, sizeof buf),
+                            "/usr/libexec/toolsd/toolsd-exec");
+        assert_string_equal(sandbox_helper_inside("/home/dev/toolsd/build/daemon/toolsd-exec", buf, sizeof buf),
+                            "/tmp/.toolsd/toolsd-exec");
+        assert_string_equal(sandbox_helper_inside("/usrx/toolsd-exec", buf, sizeof buf), "/tmp/.toolsd/toolsd-exec");
+        assert_null(sandbox_helper_inside("toolsd-exec", buf, sizeof buf));
+        assert_null(sandbox_helper_inside("/", buf, sizeof buf));
+        assert_null(sandbox_helper_inside("/opt/../x", buf, sizeof buf));
+        assert_null(sandbox_helper_inside("/opt/x", NULL, 0));
+        assert_null(sandbox_helper_inside("/opt/toolsd-exec", buf, 18));        /* "/tmp/.toolsd/toolsd-exec" is 24 */
+        assert_null(sandbox_helper_inside("/usr/libexec/toolsd/toolsd-exec", buf, 31));
 }
 
 static void test_golden_ro_paths(void **state) {
@@ -235,6 +274,12 @@ static void test_invalid(void **state) {
         BAD(exec_shim, "/usr/../tmp/x");
         BAD(exec_shim, "/");
         BAD(shim_args, shim_args);      /* without a shim */
+        BAD(root_path, "/tmp/.toolsd");         /* would hide the helpers */
+        BAD(root_path, "/tmp/.toolsd/art");
+        static const char *const helper_rel[] = { "toolsd-http", NULL };
+        static const char *const helper_dots[] = { "/opt/../toolsd-http", NULL };
+        BAD(helpers, helper_rel);
+        BAD(helpers, helper_dots);
 
         static const char *const env_no_eq[] = { "PATH=/usr/bin", "NOEQUALS", NULL };
         static const char *const env_empty_name[] = { "=x", NULL };
@@ -374,7 +419,9 @@ static void check_invariants(const struct sandbox_manifest *m) {
         assert_non_null(argv[i]);
         i++;
         if (m->exec_shim) {
-                assert_string_equal(argv[i++], m->exec_shim);
+                char inside[PATH_MAX];
+                assert_non_null(sandbox_helper_inside(m->exec_shim, inside, sizeof inside));
+                assert_string_equal(argv[i++], inside);
                 for (const char *const *a = m->shim_args; a && *a; a++)
                         assert_string_equal(argv[i++], *a);
                 assert_string_equal(argv[i++], "--");
@@ -523,6 +570,8 @@ int main(void) {
                 cmocka_unit_test(test_golden_network),
                 cmocka_unit_test(test_golden_shim_fds),
                 cmocka_unit_test(test_golden_shim_no_args_no_env),
+                cmocka_unit_test(test_golden_helpers),
+                cmocka_unit_test(test_helper_inside),
                 cmocka_unit_test(test_golden_ro_paths),
                 cmocka_unit_test(test_invalid),
                 cmocka_unit_test(test_too_many),
