@@ -627,8 +627,6 @@ def test_calls_per_session(make_daemon, root):
                                          "arguments": {"text": "z"}})["result"]["text"] == "z"
 
 
-@pytest.mark.xfail(strict=False, reason="run_shell.c reports a call cancelled during sandbox "
-                   "set-up as sandbox_error/setup: it tests setup_failed before ended_by")
 def test_cancel_during_setup_is_cancelled(daemon, root):
     with daemon.client(timeout=30) as c:
         sid = open_session(c, root, skill=skill(("run_shell",), profile="full"))["session"]
