@@ -74,6 +74,7 @@ enum {
         OPT_STREAM,
         OPT_VERSION,
         OPT_SESSION,
+        OPT_ALL,
         _OPT_MAX,
 };
 #define OPT_BIT(o) (1u << ((o) - OPT_SOCKET))
@@ -101,6 +102,7 @@ static const struct option options[] = {
         { "timeout",   required_argument, NULL, OPT_TIMEOUT   },
         { "stream",    no_argument,       NULL, OPT_STREAM    },
         { "session",   required_argument, NULL, OPT_SESSION   },
+        { "all",       no_argument,       NULL, OPT_ALL       },
         {}
 };
 
@@ -121,6 +123,7 @@ static const char *arg_role;
 static const char *arg_sandbox;
 static int64_t arg_timeout_ms = -1;
 static bool arg_stream;
+static bool arg_all;
 static unsigned arg_seen;
 
 /* The socket that answered, for the second connection that cancels. */
@@ -1019,22 +1022,41 @@ static void doctor_print(struct json_object *p) {
         }
 }
 
+/* The uids root's view could not read whole, on stderr. */
+static void incomplete_print(struct json_object *p) {
+        struct json_object *inc;
+
+        if (!json_object_object_get_ex(p, "incomplete_uids", &inc) || !json_object_is_type(inc, json_type_array) ||
+            json_object_array_length(inc) == 0)
+                return;
+        fputs("toolsctl: the list is incomplete for uid", stderr);
+        for (size_t i = 0; i < json_object_array_length(inc); i++)
+                fprintf(stderr, " %" PRIi64, json_object_get_int64(json_object_array_get_idx(inc, i)));
+        fputc('\n', stderr);
+}
+
 static void sessions_print(struct json_object *p) {
         struct json_object *list;
         size_t n;
 
+        incomplete_print(p);
         if (!json_object_object_get_ex(p, "sessions", &list) || !json_object_is_type(list, json_type_array) ||
             (n = json_object_array_length(list)) == 0) {
                 puts("No sessions.");
                 return;
         }
+        if (arg_all)
+                printf("%-7s ", "UID");
         printf("%-32s %-16s %-10s %-16s %5s %7s %s\n", "SESSION", "SKILL", "PROFILE", "TASK", "CALLS", "AGE",
                "ARTIFACTS");
         for (size_t i = 0; i < n; i++) {
                 struct json_object *s = json_object_array_get_idx(list, i);
-                int64_t calls = 0, age = 0;
+                int64_t calls = 0, age = 0, uid = -1;
                 (void) json_get_int(s, "running_calls", &calls);
                 (void) json_get_int(s, "age_seconds", &age);
+                (void) json_get_int(s, "uid", &uid);
+                if (arg_all)
+                        printf("%-7" PRIi64 " ", uid);
                 printf("%-32s %-16s %-10s %-16s %5" PRIi64 " %6" PRIi64 "s %s%s\n",
                        json_get_string(s, "session") ?: "-", json_get_string(s, "skill") ?: "-",
                        json_get_string(s, "profile") ?: "-", json_get_string(s, "task_id") ?: "-", calls, age,
@@ -1090,8 +1112,46 @@ static int verb_plain(const char *method, void (*human)(struct json_object *)) {
         return r < 0 ? r : output(p, human);
 }
 
+/* --all: root's view across users. */
+static int verb_all_users(const char *method, void (*human)(struct json_object *)) {
+        _cleanup_json_ struct json_object *q = json_object_new_object(), *p = NULL;
+
+        if (!q)
+                return -ENOMEM;
+        if (arg_all)
+                (void) json_object_object_add(q, "all_users", json_object_new_boolean(true));
+        int r = simple_call(method, q, &p);
+        return r < 0 ? r : output(p, human);
+}
+
+static void status_print(struct json_object *p) {
+        struct json_object *users = NULL;
+
+        if (json_object_object_get_ex(p, "users", &users))
+                users = json_object_get(users);
+        json_object_object_del(p, "users");
+        fields_print(p);
+        if (!users || !json_object_is_type(users, json_type_array)) {
+                json_object_put(users);
+                return;
+        }
+        printf("\n%-7s %-8s %8s %8s %11s\n", "UID", "BROKER", "SESSIONS", "CALLS", "CONNECTIONS");
+        for (size_t i = 0; i < json_object_array_length(users); i++) {
+                struct json_object *u = json_object_array_get_idx(users, i);
+                int64_t uid = -1, pid = 0, sessions = 0, calls = 0, conns = 0;
+                (void) json_get_int(u, "uid", &uid);
+                (void) json_get_int(u, "broker_pid", &pid);
+                (void) json_get_int(u, "sessions", &sessions);
+                (void) json_get_int(u, "running_calls", &calls);
+                (void) json_get_int(u, "connections", &conns);
+                printf("%-7" PRIi64 " %-8" PRIi64 " %8" PRIi64 " %8" PRIi64 " %11" PRIi64 "%s\n", uid, pid, sessions,
+                       calls, conns, json_get_bool(u, "complete") ? "" : "  (page unreadable or cut short)");
+        }
+        json_object_put(users);
+}
+
 static int verb_status(char **args, size_t n) {
-        return verb_plain("io.toolsd.Status", fields_print);
+        return verb_all_users("io.toolsd.Status", status_print);
 }
 
 static int verb_doctor(char **args, size_t n) {
@@ -1099,7 +1159,7 @@ static int verb_doctor(char **args, size_t n) {
 }
 
 static int verb_sessions(char **args, size_t n) {
-        return verb_plain("io.toolsd.ListSessions", sessions_print);
+        return verb_all_users("io.toolsd.ListSessions", sessions_print);
 }
 
 static int verb_info(char **args, size_t n) {
@@ -1378,9 +1438,9 @@ struct verb {
 };
 
 static const struct verb verbs[] = {
-        { "status",     0, 0,        0,                                        false, verb_status     },
+        { "status",     0, 0,        OPT_BIT(OPT_ALL),                         false, verb_status     },
         { "doctor",     0, 0,        0,                                        false, verb_doctor     },
-        { "sessions",   0, 0,        0,                                        false, verb_sessions   },
+        { "sessions",   0, 0,        OPT_BIT(OPT_ALL),                         false, verb_sessions   },
         { "info",       0, 0,        0,                                        false, verb_info       },
         { "introspect", 0, 1,        0,                                        false, verb_introspect },
         { "open",       0, 0,        OPTS_SESSION,                             false, verb_open       },
@@ -1397,9 +1457,9 @@ static void help(void) {
         printf("%s [OPTIONS...] COMMAND ...\n\n"
                "Talk to toolsd, the sandboxed tool-execution daemon.\n\n"
                "Commands:\n"
-               "  status                     Show the daemon's state\n"
+               "  status [--all]             Show the daemon's state (--all: every user's, root)\n"
                "  doctor                     Check the sandbox backend and the host\n"
-               "  sessions                   List your sessions\n"
+               "  sessions [--all]           List your sessions (--all: every user's, root)\n"
                "  open --skill FILE|--tool T...  Open a session, print its id\n"
                "  close SESSION              Close a session\n"
                "  tools SESSION              List a session's tools\n"
@@ -1503,6 +1563,9 @@ static int parse_option(int c, const char *optarg_) {
                 break;
         case OPT_STREAM:
                 arg_stream = true;
+                break;
+        case OPT_ALL:
+                arg_all = true;
                 break;
         case '?':
                 return -EINVAL;

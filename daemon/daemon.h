@@ -25,6 +25,8 @@
 
 struct call;
 struct denylist;
+struct peer_page;
+struct status_page;
 struct session;
 struct worker;
 
@@ -66,6 +68,13 @@ struct server {
         struct call *calls;             /* running calls, for Cancel and shutdown */
         uint32_t n_calls;
 
+        /* What ListSessions/Status count changed (a session, call or
+         * connection came or went); on_status publishes it (system mode:
+         * the broker's status page) before the next reply is written and
+         * at the end of each loop iteration. */
+        bool status_dirty;
+        void (*on_status)(struct server *s);
+
         /* System mode: the broker's control socket to the master. */
         void (*on_conn_closed)(struct server *s);
         void (*on_shutdown)(struct server *s);  /* main.c closes its handles */
@@ -74,6 +83,12 @@ struct server {
         bool ctl_open;
         bool exit_asked;
         uint64_t idle_since_usec;
+        struct status_page *page;       /* ours, mapped read-write; NULL: none */
+        char *page_text;                /* STATUS_PAGE_TEXT_MAX, rendered into */
+        uv_prepare_t page_prepare;
+        bool page_prepare_on;
+        struct peer_page *peers;        /* root's broker: the other brokers' pages */
+        size_t n_peers;
 
         /* The sandbox probe's findings, for OpenSession and Doctor. */
         bool sandbox_available;
@@ -127,9 +142,28 @@ void error_invalid_argument(struct conn *c, const char *field, const char *reaso
 void error_limit(struct conn *c, const char *what, uint64_t limit);
 
 /* ---- broker.c (system mode) ---- */
-int broker_init(struct server *s, int ctl_fd);
+int broker_init(struct server *s, int ctl_fd, int page_fd);
 void broker_done(struct server *s);
+/* After the loop: unmaps the pages, frees what broker_init() took. */
+void broker_free(struct server *s);
 void broker_on_idle_timer(struct server *s, uint64_t now);
+/* Root's broker: every other broker's sessions (SessionInfo objects, added
+ * to sessions) and counts (UserStatus objects, added to users; either may
+ * be NULL). The uid of a page that could not be read whole, or lists fewer
+ * sessions than it counts, is added to incomplete (may be NULL). */
+void broker_peer_view(struct server *s, struct json_object *sessions, struct json_object *users,
+                      struct json_object *incomplete);
+
+static inline void server_status_changed(struct server *s) {
+        s->status_dirty = true;
+}
+
+static inline void server_status_flush(struct server *s) {
+        if (s->status_dirty && s->on_status) {
+                s->status_dirty = false;
+                s->on_status(s);
+        }
+}
 
 /* ---- run_shell.c ---- */
 const char *helper_path(const char *name, char *buf, size_t size);

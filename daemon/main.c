@@ -325,7 +325,7 @@ static int listen_socket(struct server *s, const struct options *o) {
                 int r = seccomp_broker_load();
                 if (r < 0)
                         return log_error_errno(r, "Cannot load the broker's seccomp filter: %m");
-                return broker_init(s, MASTER_BROKER_FD);
+                return broker_init(s, MASTER_BROKER_FD, MASTER_PAGE_FD);
         }
 
         _cleanup_free_ char *path = o->listen ? strdup(o->listen)
@@ -448,6 +448,7 @@ int main(int argc, char *argv[]) {
         r = uv_run(s.loop, UV_RUN_DEFAULT);
 
         session_table_done(&s);
+        broker_free(&s);
         r = uv_loop_close(s.loop);
         if (r < 0)
                 log_warning("event loop closed with handles open: %s", uv_strerror(r));

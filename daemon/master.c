@@ -13,6 +13,11 @@
  * Brokers are only semi-trusted: the one message a broker sends here is a
  * one-byte "a connection of mine closed", which can only lower its own
  * uid's count.
+ *
+ * Root's administrative view (ListSessions/Status with all_users): each
+ * broker gets a status page, a memfd the master creates and seals at a
+ * fixed size, and root's broker gets every other broker's page. The master
+ * never reads a page; it only marks one gone when its broker is reaped.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -24,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -37,6 +44,7 @@
 
 #include "log.h"
 #include "master.h"
+#include "status_page.h"
 
 #define BROKERS_MAX 1024
 #define RESTARTS_MAX 5          /* abnormal broker ends per uid ... */
@@ -48,6 +56,7 @@ struct broker {
         uid_t uid;
         pid_t pid;                      /* 0: slot free or broker gone */
         int ctl;                        /* our end of the control socket */
+        int page;                       /* its status page (a sealed memfd); -1: none */
         uint32_t conns;                 /* counted until the broker is reaped */
         bool exiting;                   /* asked to exit: hand it nothing more */
         uint64_t kill_at_usec;          /* exiting: SIGKILL if still alive then */
@@ -134,7 +143,8 @@ static bool crash_looping(uid_t uid) {
 }
 
 /* In the forked child: become the user, for good, then re-execute. */
-_noreturn_ static void broker_exec(const struct master_options *o, const struct passwd *pw, int ctl, pid_t master) {
+_noreturn_ static void broker_exec(const struct master_options *o, const struct passwd *pw, int ctl, int page,
+                                   pid_t master) {
         char name[64], uidarg[32];
         char *argv[8];
         size_t k = 0;
@@ -144,10 +154,12 @@ _noreturn_ static void broker_exec(const struct master_options *o, const struct 
         sigset_t none;
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
-        /* dup2() onto itself would keep close-on-exec. */
-        if (ctl == MASTER_BROKER_FD ? fcntl(ctl, F_SETFD, 0) < 0 : dup2(ctl, MASTER_BROKER_FD) < 0)
+        /* Out of the way first (either may sit on the other's number), then
+         * into place: dup2() to a different number clears close-on-exec. */
+        int c = fcntl(ctl, F_DUPFD_CLOEXEC, MASTER_PAGE_FD + 1), p = fcntl(page, F_DUPFD_CLOEXEC, MASTER_PAGE_FD + 1);
+        if (c < 0 || p < 0 || dup2(c, MASTER_BROKER_FD) < 0 || dup2(p, MASTER_PAGE_FD) < 0)
                 _exit(126);
-        (void) syscall(SYS_close_range, MASTER_BROKER_FD + 1, ~0U, 0);
+        (void) syscall(SYS_close_range, MASTER_PAGE_FD + 1, ~0U, 0);
 
         /* setgroups(initgroups), setgid, setuid; then no capability in any
          * set, bounding and ambient included. */
@@ -203,6 +215,64 @@ _noreturn_ static void broker_exec(const struct master_options *o, const struct 
         _exit(127);
 }
 
+/* A fixed-size page the broker can write and never grow or shrink (so a
+ * broker cannot use it to take memory), nor unseal. */
+static int page_new(void) {
+        _cleanup_close_ int fd = memfd_create("toolsd-status", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0 || ftruncate(fd, STATUS_PAGE_SIZE) < 0 ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+static int send_msg(int ctl, const struct master_msg *m, int fd) {
+        char cbuf[CMSG_SPACE(sizeof(int))] = {};
+        struct iovec iov = { (void *) m, sizeof *m };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        if (fd >= 0) {
+                mh.msg_control = cbuf;
+                mh.msg_controllen = sizeof cbuf;
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        }
+        return sendmsg(ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ? -errno : 0;
+}
+
+/* Tells root's broker(s) about broker b's page, or that b is gone. */
+static void page_tell_root(const struct broker *b, bool gone) {
+        struct master_msg m = { gone ? MASTER_MSG_PAGE_GONE : MASTER_MSG_PAGE, b->uid, b->pid };
+
+        if (b->uid == 0 || b->page < 0)
+                return;
+        for (size_t i = 0; i < BROKERS_MAX; i++) {
+                const struct broker *r = &brokers[i];
+                if (r->pid > 0 && r->uid == 0 && r->ctl >= 0) {
+                        int k = send_msg(r->ctl, &m, gone ? -1 : b->page);
+                        if (k < 0)
+                                log_warning("master: cannot tell root's broker pid=%d about uid=%u: %s", (int) r->pid,
+                                            (unsigned) b->uid, strerror(-k));
+                }
+        }
+}
+
+/* A new root broker gets every other live broker's page. */
+static void page_tell_new_root(const struct broker *r) {
+        for (size_t i = 0; i < BROKERS_MAX; i++) {
+                const struct broker *b = &brokers[i];
+                if (b->pid > 0 && b->uid != 0 && b->page >= 0) {
+                        struct master_msg m = { MASTER_MSG_PAGE, b->uid, b->pid };
+                        int k = send_msg(r->ctl, &m, b->page);
+                        if (k < 0)
+                                log_warning("master: cannot give root's broker the page of uid=%u: %s",
+                                            (unsigned) b->uid, strerror(-k));
+                }
+        }
+}
+
 static struct broker *broker_start(const struct master_options *o, uid_t uid) {
         struct passwd pw, *res = NULL;
         char buf[16384];
@@ -219,6 +289,11 @@ static struct broker *broker_start(const struct master_options *o, uid_t uid) {
                         b = &brokers[i];
         if (!b)
                 return NULL;
+        _cleanup_close_ int page = page_new();
+        if (page < 0) {
+                log_warning("master: cannot create a status page for uid=%u: %s", (unsigned) uid, strerror(-page));
+                return NULL;
+        }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return NULL;
 
@@ -230,25 +305,21 @@ static struct broker *broker_start(const struct master_options *o, uid_t uid) {
                 return NULL;
         }
         if (pid == 0)
-                broker_exec(o, &pw, sv[1], master);
+                broker_exec(o, &pw, sv[1], page, master);
         close(sv[1]);
-        *b = (struct broker) { .uid = uid, .pid = pid, .ctl = sv[0] };
+        *b = (struct broker) { .uid = uid, .pid = pid, .ctl = sv[0], .page = TAKE_FD(page) };
         log_info("master: started broker pid=%d for uid=%u (%s)", (int) pid, (unsigned) uid, pw.pw_name);
+        if (uid == 0)
+                page_tell_new_root(b);
+        else
+                page_tell_root(b, false);
         return b;
 }
 
 /* Hands the connection over; the broker checks SO_PEERCRED itself too. */
 static int broker_send(struct broker *b, int fd, const struct ucred *cred) {
-        char cbuf[CMSG_SPACE(sizeof(int))] = {};
-        struct iovec iov = { (void *) cred, sizeof *cred };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
-        return sendmsg(b->ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ? -errno : 0;
+        struct master_msg m = { MASTER_MSG_CONN, cred->uid, cred->pid };
+        return send_msg(b->ctl, &m, fd);
 }
 
 static uint64_t mono_usec(void);
@@ -354,7 +425,15 @@ static void master_reap(void) {
                         }
                         n_conns_total -= MIN(n_conns_total, b->conns);
                         closep(&b->ctl);
-                        *b = (struct broker) { .ctl = -1 };
+                        /* Root's broker may hold the page: say it is gone
+                         * there (a write, never a read, of the page). */
+                        if (b->page >= 0) {
+                                uint32_t one = 1;
+                                (void) pwrite(b->page, &one, sizeof one, offsetof(struct status_page, gone));
+                                page_tell_root(b, true);
+                        }
+                        closep(&b->page);
+                        *b = (struct broker) { .ctl = -1, .page = -1 };
                 }
 }
 
@@ -401,7 +480,7 @@ int master_run(const struct master_options *o, int listen_fd) {
         bool stopping = false;
 
         for (size_t i = 0; i < BROKERS_MAX; i++)
-                brokers[i].ctl = -1;
+                brokers[i].ctl = brokers[i].page = -1;
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
         sigaddset(&mask, SIGTERM);

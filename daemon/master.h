@@ -5,10 +5,31 @@
  */
 #pragma once
 
+#include <stdint.h>
+
 #include "config.h"
 
 /* The broker's end of its control socket, in the broker. */
 #define MASTER_BROKER_FD 3
+/* The broker's status page (status_page.h), a sealed memfd, in the broker. */
+#define MASTER_PAGE_FD 4
+
+/* Master → broker, one per datagram on the control socket (SOCK_SEQPACKET).
+ * CONN carries a client's connection (uid and pid from its SO_PEERCRED; the
+ * broker checks the descriptor itself). PAGE and PAGE_GONE go to root's
+ * broker only: another broker's status page (uid and pid that broker's),
+ * and that broker reaped. */
+enum {
+        MASTER_MSG_CONN = 1,
+        MASTER_MSG_PAGE = 2,
+        MASTER_MSG_PAGE_GONE = 3,
+};
+
+struct master_msg {
+        uint32_t type;
+        uint32_t uid;
+        int32_t pid;
+};
 
 struct master_options {
         const struct toolsd_config *config;

@@ -545,17 +545,40 @@ static struct json_object *session_info(const struct session *x, uint64_t now) {
         return o;
 }
 
+/* all_users: root's read-only view across users. 1: root asked; 0: not
+ * asked; -EPERM: refused to anyone else, with a reply naming why. In
+ * system mode the other users' part comes from their brokers' status pages
+ * (broker.c); in user mode there is none. */
+static int all_users_asked(struct conn *c, struct json_object *p) {
+        struct json_object *v = jget(p, "all_users");
+        if (!v || !json_object_get_boolean(v))
+                return 0;
+        if (c->uid != 0) {
+                error_invalid_argument(c, "all_users", "only root (uid 0) may see other users' sessions");
+                return -EPERM;
+        }
+        return 1;
+}
+
 static int method_list_sessions(struct conn *c, struct json_object *p) {
         struct server *s = c->server;
-        struct json_object *list = json_object_new_array();
+        int all = all_users_asked(c, p);
         uint64_t now = now_usec();
         size_t b = 0;
 
+        if (all < 0)
+                return 0;
+        struct json_object *list = json_object_new_array();
         for (struct session *x = NULL; (x = session_next(s, &b, x));)
                 if (x->uid == c->uid)
                         (void) json_object_array_add(list, session_info(x, now));
         _cleanup_json_ struct json_object *r = json_object_new_object();
         jadd(r, "sessions", list);
+        if (all) {
+                struct json_object *incomplete = json_object_new_array();
+                broker_peer_view(s, list, NULL, incomplete);
+                jadd(r, "incomplete_uids", incomplete);
+        }
         conn_reply(c, r);
         return 0;
 }
@@ -610,10 +633,13 @@ static int method_cancel(struct conn *c, struct json_object *p) {
 
 static int method_status(struct conn *c, struct json_object *p) {
         struct server *s = c->server;
+        int all = all_users_asked(c, p);
         _cleanup_json_ struct json_object *r = json_object_new_object();
         struct uid_count *u = server_uid_count(s, c->uid, false);
         uint32_t running = 0;
 
+        if (all < 0)
+                return 0;
         for (struct call *x = s->calls; x; x = x->next)
                 if (x->session->uid == c->uid)
                         running++;
@@ -627,6 +653,19 @@ static int method_status(struct conn *c, struct json_object *p) {
         jadd(r, "backend", json_object_new_string(s->sandbox_available ? "bwrap" : "none"));
         jadd(r, "sandbox_available", json_object_new_boolean(s->sandbox_available));
         jadd(r, "require_sandbox", json_object_new_boolean(s->config->require_sandbox == REQUIRE_SANDBOX_YES));
+        if (all) {
+                struct json_object *users = json_object_new_array(), *me = json_object_new_object();
+                jadd(me, "uid", json_object_new_int64(c->uid));
+                if (s->ctl_fd >= 0 || s->page)
+                        jadd(me, "broker_pid", json_object_new_int64(getpid()));
+                jadd(me, "sessions", json_object_new_int64(u ? u->sessions : 0));
+                jadd(me, "running_calls", json_object_new_int64(running));
+                jadd(me, "connections", json_object_new_int64(u ? u->connections : 0));
+                jadd(me, "complete", json_object_new_boolean(true));
+                (void) json_object_array_add(users, me);
+                broker_peer_view(s, NULL, users, NULL);
+                jadd(r, "users", users);
+        }
         conn_reply(c, r);
         return 0;
 }

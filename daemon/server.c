@@ -95,6 +95,9 @@ static void conn_send(struct conn *c, char *buf, size_t len) {
         }
         *w = (struct write_req) { .conn = c, .buf = buf, .len = len };
         w->req.data = w;
+        /* What a reply tells of (a session opened, a call ended) is on the
+         * status page before the client can read the reply. */
+        server_status_flush(c->server);
         uv_buf_t b = uv_buf_init(buf, (unsigned) len);
         int r = uv_write(&w->req, (uv_stream_t *) &c->pipe, &b, 1, conn_on_write);
         if (r < 0) {
@@ -153,6 +156,7 @@ static void conn_on_close(uv_handle_t *h) {
         if (c->next)
                 c->next->prev = c->prev;
         s->n_conns--;
+        server_status_changed(s);
         varlink_reader_done(&c->reader);
         free(c);
         if (s->on_conn_closed)
@@ -298,6 +302,7 @@ static struct conn *conn_new(struct server *s) {
                 s->conns->prev = c;
         s->conns = c;
         s->n_conns++;
+        server_status_changed(s);
         return c;
 }
 

@@ -91,6 +91,7 @@ int session_add(struct server *s, struct session *sess) {
         sess->hnext = s->buckets[h];
         s->buckets[h] = sess;
         s->n_sessions++;
+        server_status_changed(s);
         struct uid_count *u = server_uid_count(s, sess->uid, true);
         if (u)
                 u->sessions++;
@@ -113,6 +114,7 @@ void session_remove(struct server *s, struct session *sess) {
                         *p = sess->hnext;
                         sess->hnext = NULL;
                         s->n_sessions--;
+                        server_status_changed(s);
                         struct uid_count *u = server_uid_count(s, sess->uid, false);
                         if (u && u->sessions > 0)
                                 u->sessions--;

@@ -158,6 +158,7 @@ static void call_free(struct call *c) {
                 c->next->prev = c->prev;
         s->n_calls--;
         sess->running--;
+        server_status_changed(s);
         sess->used_usec = now_usec();
         if (sess->closed && sess->running == 0)
                 session_free(sess);
@@ -226,19 +227,23 @@ void call_finish(struct call *c, struct json_object *result) {
         call_audit(c, result, ms);
 
         struct conn *conn = c->conn;
+        _cleanup_json_ struct json_object *p = NULL;
         if (conn) {
-                _cleanup_json_ struct json_object *p = json_object_new_object();
+                p = json_object_new_object();
                 jadd(p, "call_id", json_object_new_string(c->id));
                 jadd(p, "result", json_object_get(result));
                 c->conn = NULL;
-                conn_reply(conn, p);
+                conn->call = NULL;
         }
         json_object_put(result);
-        /* Free the call first: a pipelined call behind it must not see it
-         * still running (calls per session, Status). */
+        /* Free the call before the reply: the client that reads it, or a
+         * pipelined call behind it, must not see it still running (calls
+         * per session, Status, the status page published on the way out). */
         call_free(c);
-        if (conn)
+        if (conn) {
+                conn_reply(conn, p);
                 conn_call_done(conn);
+        }
 }
 
 void call_chunk(struct call *c, const char *stream, const void *data, size_t n) {
@@ -338,6 +343,7 @@ void call_start(struct conn *conn, struct session *sess, const char *tool, struc
         s->calls = c;
         s->n_calls++;
         sess->running++;
+        server_status_changed(s);
         sess->used_usec = c->start_usec;
         conn->call = c;
 

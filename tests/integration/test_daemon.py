@@ -244,6 +244,20 @@ def test_status_fields(daemon, root):
     assert out == "toolsd %s\n" % st["version"]
 
 
+def test_all_users_in_user_mode(daemon, root):
+    """A private daemon serves one user: root's all_users view is its own
+    sessions, complete, and one user in Status."""
+    assert os.geteuid() == 0, "the suite runs as root"
+    with daemon.client(timeout=30) as c:
+        sid = open_session(c, root)["session"]
+        view = check_reply("io.toolsd.ListSessions", c.list_all_sessions())
+        assert [x["session"] for x in view["sessions"]] == [sid]
+        assert view["incomplete_uids"] == []
+        st = check_reply("io.toolsd.Status", c.status(all_users=True))
+        assert st["users"] == [{"uid": 0, "sessions": 1, "running_calls": 0, "connections": 1, "complete": True}]
+        assert "incomplete_uids" not in c.call("io.toolsd.ListSessions", {"all_users": False})
+
+
 def test_status_require_sandbox(make_daemon):
     d = make_daemon(config="[Sandbox]\nRequireSandbox=yes\n")
     with d.client(timeout=30) as c:

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import SRC, TOOLSCTL, TOOLSD, Daemon, skill
+from conftest import SRC, TOOLSCTL, TOOLSD, Daemon, check_reply, skill
 
 import toolsd
 
@@ -334,6 +334,193 @@ def test_root_is_served_by_its_own_broker(system, users, roots):
             assert pr != system.proc.pid
             s = proc_status(pr)
             assert int(s["CapEff"], 16) == 0 and int(s["CapBnd"], 16) == 0 and int(s["CapPrm"], 16) == 0
+
+
+# ---- root's read-only view across users ----------------------------------------
+
+def by_uid(users_list):
+    return {u["uid"]: u for u in users_list}
+
+
+def test_root_sees_every_user_read_only(system, users, roots):
+    a, b = users
+    with system.client_as(a) as ca, system.client_as(b) as cb, toolsd.Client(system.socket, timeout=30) as cr:
+        sa = toolsd.Session(ca, ca.call("io.toolsd.OpenSession", {
+            "skill": skill(profile="full", name="lint"), "artifacts_root": roots[a.name], "env": {},
+            "task_id": "task-a", "run_id": "run-a", "role": "reviewer"}))
+        sb = open_session(cb, roots[b.name])
+        t, box = stream_in_thread(sb, SLEEP % 60)
+        pa, pb = broker_of(a.uid), broker_of(b.uid)
+
+        view = check_reply("io.toolsd.ListSessions", cr.list_all_sessions())
+        assert view["incomplete_uids"] == []
+        got = {x["session"]: x for x in view["sessions"]}
+        assert set(got) == {sa.id, sb.id}
+        assert got[sa.id]["uid"] == a.uid and got[sb.id]["uid"] == b.uid
+        assert (got[sa.id]["skill"], got[sa.id]["task_id"], got[sa.id]["run_id"], got[sa.id]["role"]) == \
+            ("lint", "task-a", "run-a", "reviewer")
+        assert got[sa.id]["artifacts_root"] == roots[a.name]
+        assert (got[sa.id]["running_calls"], got[sb.id]["running_calls"]) == (0, 1)
+        assert got[sb.id]["sandboxed"] is True and got[sb.id]["profile"] == "full"
+        # The plain call is still root's own sessions only.
+        assert cr.list_sessions() == []
+
+        st = by_uid(check_reply("io.toolsd.Status", cr.status(all_users=True))["users"])
+        assert set(st) == {0, a.uid, b.uid}
+        assert (st[a.uid]["broker_pid"], st[a.uid]["sessions"], st[a.uid]["running_calls"]) == (pa, 1, 0)
+        assert (st[b.uid]["broker_pid"], st[b.uid]["sessions"], st[b.uid]["running_calls"]) == (pb, 1, 1)
+        assert st[a.uid]["connections"] == 1 and st[b.uid]["connections"] == 1
+        assert st[0]["sessions"] == 0 and st[0]["connections"] == 1
+        assert all(u["complete"] for u in st.values())
+        assert "users" not in cr.status()
+
+        # Read-only: nothing else of A's or B's is open to root.
+        for method, params in (("io.toolsd.ListTools", {"session": sa.id}),
+                               ("io.toolsd.CloseSession", {"session": sa.id}),
+                               ("io.toolsd.Call", {"session": sb.id, "tool": "run_shell",
+                                                   "arguments": {"argv": ["true"]}})):
+            with pytest.raises(toolsd.NoSuchSession):
+                cr.call(method, params)
+        with pytest.raises(toolsd.NoSuchCall):
+            cr.cancel(box["call_id"])
+        assert t.is_alive()
+
+        # The view follows: A closes its session (its reply comes after
+        # its broker published), B's call is cancelled by B.
+        sa.close()
+        assert {x["session"] for x in cr.list_all_sessions()["sessions"]} == {sb.id}
+        with system.client_as(b) as cb2:
+            cb2.cancel(box["call_id"])
+        t.join(30)
+        assert box["result"]["outcome"] == "cancelled"
+        st = by_uid(cr.status(all_users=True)["users"])
+        assert (st[a.uid]["sessions"], st[b.uid]["running_calls"]) == (0, 0)
+
+        # toolsctl, as root.
+        r = subprocess.run([TOOLSCTL, "--socket", system.socket, "sessions", "--all"], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split("\n")[0].split()[:2] == ["UID", "SESSION"]
+        assert any(line.split()[:2] == [str(b.uid), sb.id] for line in r.stdout.splitlines()), r.stdout
+        r = subprocess.run([TOOLSCTL, "--socket", system.socket, "status", "--all"], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        rows = {line.split()[0]: line.split() for line in r.stdout.splitlines() if line[:1].isdigit()}
+        assert rows[str(b.uid)][1:3] == [str(pb), "1"], r.stdout
+
+    # A broker that ends leaves the view: the master marks its page gone.
+    os.kill(pa, signal.SIGKILL)
+    assert wait_until(lambda: "broker pid=%d uid=%d killed by signal 9" % (pa, a.uid) in system.log_text(), 10)
+    with toolsd.Client(system.socket, timeout=30) as cr:
+        assert a.uid not in by_uid(cr.status(all_users=True)["users"])
+
+
+def test_all_users_is_root_only(system, users, roots):
+    a = users[0]
+    with system.client_as(a) as ca:
+        open_session(ca, roots[a.name])
+        for method in ("io.toolsd.ListSessions", "io.toolsd.Status"):
+            with pytest.raises(toolsd.InvalidArgument) as e:
+                ca.call(method, {"all_users": True})
+            assert e.value.parameters == {"field": "all_users",
+                                          "reason": "only root (uid 0) may see other users' sessions"}
+            assert "users" not in ca.call(method, {"all_users": False})
+        assert len(ca.list_sessions()) == 1
+    with as_user(a):
+        r = subprocess.run([TOOLSCTL, "--socket", system.socket, "sessions", "--all"], capture_output=True,
+                           text=True, timeout=30)
+    assert r.returncode != 0 and "only root (uid 0) may see other users' sessions" in r.stderr, r
+
+
+def broker_page(pid):
+    """The broker's status page, opened through its mapping: the broker
+    maps it and closes its fd 4. Its user could write the same through
+    ptrace; the test, being root, opens /proc/PID/map_files."""
+    with open("/proc/%d/maps" % pid) as f:
+        ranges = [line.split()[0] for line in f if "/memfd:toolsd-status" in line]
+    assert len(ranges) == 1, ranges
+    return os.open("/proc/%d/map_files/%s" % (pid, ranges[0]), os.O_RDWR | os.O_CLOEXEC)
+
+
+PAGE_SIZE = 256 * 1024
+F_GET_SEALS, F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW = 1034, 1, 2, 4
+
+
+def write_page(fd, text, seq=2, magic=0x53445354):
+    """What a broker's user can write: any header, any text."""
+    import struct
+    os.pwrite(fd, struct.pack("<IIQII", magic, 0, seq | 1, 0, 0), 0)
+    os.pwrite(fd, text, 24)
+    os.pwrite(fd, struct.pack("<IIQII", magic, 0, seq, len(text), 0), 0)
+
+
+def test_a_users_page_is_their_own_claim(system, users, roots):
+    """A's user controls A's broker, so A's page: whatever is written there
+    can only be about A, cannot grow, and cannot disturb root's broker or
+    the view of B."""
+    import fcntl
+    a, b = users
+    with system.client_as(a) as ca, system.client_as(b) as cb, toolsd.Client(system.socket, timeout=30) as cr:
+        open_session(ca, roots[a.name])
+        sb = open_session(cb, roots[b.name])
+        cr.status()  # root's broker is up and holds both pages
+        fd = broker_page(broker_of(a.uid))
+        try:
+            assert os.fstat(fd).st_size == PAGE_SIZE
+            seals = fcntl.fcntl(fd, F_GET_SEALS)
+            assert seals & (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW) == F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW
+            with pytest.raises(PermissionError):
+                os.ftruncate(fd, PAGE_SIZE * 1024)
+            with pytest.raises(PermissionError):
+                os.pwrite(fd, b"x", PAGE_SIZE)
+
+            fake = "ab" * 16
+            hostile = [
+                b"\xff" * 1000,
+                b'{"list":[],"sessions":1,"running_calls":0,"connections":0,"truncated":false,"uid":0}',
+                b'{"list":[' + b"[" * 5000 + b"]" * 5000 + b'],"sessions":0,"running_calls":0,'
+                b'"connections":0,"truncated":false}',
+                json.dumps({"list": [{"session": fake, "uid": 0, "skill": "s", "profile": "p",
+                                      "artifacts_root": "/r", "task_id": "t", "sandboxed": True,
+                                      "network": False, "running_calls": 0, "created_usec": 1,
+                                      "used_usec": 1}],
+                            "sessions": 1, "running_calls": 0, "connections": 0, "truncated": False}).encode(),
+            ]
+            for text in hostile:
+                write_page(fd, text)
+                view = cr.list_all_sessions()
+                assert view["incomplete_uids"] == [a.uid], text[:80]
+                assert [x["session"] for x in view["sessions"]] == [sb.id]
+                st = by_uid(cr.status(all_users=True)["users"])
+                assert st[a.uid]["complete"] is False and st[b.uid]["complete"] is True
+
+            # A header that never settles (odd count) or claims a length
+            # past the page: unreadable, not waited on.
+            write_page(fd, b"{}", seq=3)
+            assert cr.list_all_sessions()["incomplete_uids"] == [a.uid]
+            write_page(fd, b"{}")
+            os.pwrite(fd, (PAGE_SIZE * 2).to_bytes(4, "little"), 16)
+            assert cr.list_all_sessions()["incomplete_uids"] == [a.uid]
+
+            # A well-formed lie is shown, but as A's: the uid is the
+            # master's, never the page's.
+            lie = json.dumps({"list": [{"session": fake, "skill": "s", "profile": "p", "artifacts_root": "/r",
+                                        "task_id": "t", "sandboxed": True, "network": False,
+                                        "running_calls": 0, "created_usec": 1, "used_usec": 1}],
+                              "sessions": 1, "running_calls": 0, "connections": 0,
+                              "truncated": False}).encode()
+            write_page(fd, lie)
+            got = {x["session"]: x["uid"] for x in cr.list_all_sessions()["sessions"]}
+            assert got == {fake: a.uid, sb.id: b.uid}
+        finally:
+            os.close(fd)
+        # Root's broker is unharmed, and A's broker rewrites its page at
+        # its next change.
+        assert cr.status()["uid"] == 0
+        open_session(ca, roots[a.name])
+        view = cr.list_all_sessions()
+        assert view["incomplete_uids"] == []
+        assert sum(x["uid"] == a.uid for x in view["sessions"]) == 2
 
 
 # ---- isolation between users --------------------------------------------------

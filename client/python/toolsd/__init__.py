@@ -317,14 +317,22 @@ class Client:
 
     # -- io.toolsd --
 
-    def status(self):
-        return self.call("io.toolsd.Status")
+    def status(self, all_users=False):
+        """The daemon's state. all_users (root only) adds "users": one
+        entry per user with a broker, read from that broker's own report."""
+        return self.call("io.toolsd.Status", {"all_users": True} if all_users else None)
 
     def doctor(self):
         return self.call("io.toolsd.Doctor")["checks"]
 
     def list_sessions(self):
         return self.call("io.toolsd.ListSessions")["sessions"]
+
+    def list_all_sessions(self):
+        """Root only: every user's sessions, read-only. Returns the reply:
+        "sessions" and "incomplete_uids" (users whose list could not be
+        read whole)."""
+        return self.call("io.toolsd.ListSessions", {"all_users": True})
 
     def cancel(self, call_id):
         self.call("io.toolsd.Cancel", {"call_id": call_id})
