@@ -260,59 +260,6 @@ static int read_file_bounded(const char *path, char **ret, size_t *ret_len) {
         return 0;
 }
 
-static int base64_value(char c) {
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
-/* Strict RFC 4648 base64 with padding, as the daemon's base64_encode()
- * writes it. */
-static int base64_decode(const char *s, size_t n, uint8_t **ret, size_t *ret_len) {
-        _cleanup_free_ uint8_t *out = NULL;
-        size_t o = 0;
-
-        if (n % 4 != 0)
-                return -EINVAL;
-        out = malloc(n / 4 * 3 + 1);
-        if (!out)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i += 4) {
-                int v[4];
-                unsigned pad = 0;
-
-                for (size_t j = 0; j < 4; j++) {
-                        if (s[i + j] == '=' && i + 4 == n && j >= 2) {
-                                v[j] = 0;
-                                pad++;
-                                continue;
-                        }
-                        if (pad > 0)
-                                return -EINVAL;
-                        v[j] = base64_value(s[i + j]);
-                        if (v[j] < 0)
-                                return -EINVAL;
-                }
-                uint32_t t = (uint32_t) v[0] << 18 | (uint32_t) v[1] << 12 | (uint32_t) v[2] << 6 | (uint32_t) v[3];
-                out[o++] = (uint8_t) (t >> 16);
-                if (pad < 2)
-                        out[o++] = (uint8_t) (t >> 8);
-                if (pad < 1)
-                        out[o++] = (uint8_t) t;
-        }
-        *ret_len = o;
-        *ret = TAKE_PTR(out);
-        return 0;
-}
-
 /* Prints a peer-supplied string, JSON-escaped when it holds control bytes. */
 static void fputs_safe(const char *s, FILE *f) {
         for (const char *p = s; *p; p++)
@@ -607,11 +554,13 @@ static int chunk_write(struct json_object *chunk) {
         if (!data)
                 return 0;
         if (encoding && streq(encoding, "base64")) {
-                _cleanup_free_ uint8_t *raw = NULL;
+                _cleanup_free_ void *raw = NULL;
                 size_t n;
                 int r = base64_decode(data, strlen(data), &raw, &n);
-                if (r < 0)
+                if (r == -ENOMEM)
                         return r;
+                if (r < 0)
+                        return -EINVAL; /* malformed: the caller says so and goes on */
                 return loop_write(fd, raw, n);
         }
         if (fd == STDOUT_FILENO)

@@ -207,6 +207,57 @@ int base64_encode(const void *data, size_t n, char **ret_str) {
         return 0;
 }
 
+static int base64_value(char c) {
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        if (c == '+')
+                return 62;
+        if (c == '/')
+                return 63;
+        return -1;
+}
+
+int base64_decode(const char *s, size_t n, void **ret, size_t *ret_len) {
+        _cleanup_free_ uint8_t *out = NULL;
+        size_t o = 0;
+
+        if (n % 4 != 0)
+                return -EINVAL;
+        /* At most 3 bytes per 4 characters: n / 4 * 3 < n, no overflow. */
+        out = malloc(n / 4 * 3 + 1);
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i += 4) {
+                /* '=' only ends the last group: "xx==" or "xxx=". */
+                size_t pad = i + 4 < n ? 0 : (s[i + 3] == '=') + (s[i + 2] == '=' && s[i + 3] == '=');
+                int v[4] = {};
+
+                for (size_t j = 0; j < 4 - pad; j++) {
+                        v[j] = base64_value(s[i + j]);
+                        if (v[j] < 0)
+                                return -EILSEQ;
+                }
+                uint32_t w = (uint32_t) v[0] << 18 | (uint32_t) v[1] << 12 | (uint32_t) v[2] << 6 | (uint32_t) v[3];
+                /* base64_encode() writes zero bits under the padding: only
+                 * one text per byte string. */
+                if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))
+                        return -EBADMSG;
+                out[o++] = (uint8_t) (w >> 16);
+                if (pad < 2)
+                        out[o++] = (uint8_t) (w >> 8);
+                if (pad < 1)
+                        out[o++] = (uint8_t) w;
+        }
+        out[o] = 0;
+        *ret_len = o;
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
 /* ---- framing ----------------------------------------------------------- */
 
 void varlink_reader_init(struct varlink_reader *r, size_t max_message) {

@@ -112,3 +112,12 @@ int utf8_sanitize(const void *data, size_t n, char **ret_str);
 
 /* Standard base64 (RFC 4648, with padding) for lossless binary output. */
 int base64_encode(const void *data, size_t n, char **ret_str);
+
+/* Decodes n characters of s as base64_encode() writes them, strictly: RFC
+ * 4648 alphabet with '=' padding, no whitespace, no URL alphabet, no
+ * non-zero bits under the padding, so each byte string has exactly one
+ * text. *ret gets at most n / 4 * 3 bytes, malloc'd and NUL-terminated (the
+ * NUL not counted in *ret_len). Returns 0; -EINVAL when n is not a multiple
+ * of 4 (unpadded or truncated); -EILSEQ for a character outside A-Z a-z 0-9
+ * + / or a misplaced '='; -EBADMSG for non-zero padding bits; -ENOMEM. */
+int base64_decode(const char *s, size_t n, void **ret, size_t *ret_len);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Unit tests for proto/varlink.c: framing, call/reply parsing (malformed
- * input first), builders, method names, UTF-8 and base64.
+ * input first), builders, method names, UTF-8 and base64 (both ways).
  */
 
 #include <math.h>
@@ -681,6 +681,94 @@ static void test_base64(void **state) {
         assert_string_equal(out, "AP/+Pj8=");
 }
 
+static void expect_decoded(const char *in, size_t n, const void *want, size_t want_len) {
+        _cleanup_free_ void *out = NULL;
+        size_t len = SIZE_MAX;
+
+        assert_int_equal(base64_decode(in, n, &out, &len), 0);
+        assert_int_equal(len, want_len);
+        assert_non_null(out);
+        assert_memory_equal(out, want, len);
+        assert_int_equal(((char *) out)[len], 0);
+}
+
+static void expect_undecodable(const char *in, size_t n, int want) {
+        void *out = NULL;
+        size_t len = SIZE_MAX;
+
+        assert_int_equal(base64_decode(in, n, &out, &len), want);
+        assert_null(out);
+        assert_int_equal(len, SIZE_MAX);
+}
+
+static void test_base64_decode(void **state) {
+        expect_decoded("", 0, "", 0);
+        expect_decoded("Zg==", 4, "f", 1);
+        expect_decoded("Zm8=", 4, "fo", 2);
+        expect_decoded("Zm9v", 4, "foo", 3);
+        expect_decoded("Zm9vYg==", 8, "foob", 4);
+        expect_decoded("Zm9vYmE=", 8, "fooba", 5);
+        expect_decoded("Zm9vYmFy", 8, "foobar", 6);
+        expect_decoded("AP/+Pj8=", 8, "\0\xff\xfe\x3e\x3f", 5);
+        expect_decoded("+/+/", 4, "\xfb\xff\xbf", 3);
+        /* Empty, with no buffer at all: still a NUL-terminated result. */
+        expect_decoded(NULL, 0, "", 0);
+
+        /* Truncated or unpadded: not a multiple of 4. */
+        expect_undecodable("Z", 1, -EINVAL);
+        expect_undecodable("Zg", 2, -EINVAL);
+        expect_undecodable("Zg=", 3, -EINVAL);
+        expect_undecodable("Zm9vY", 5, -EINVAL);
+        expect_undecodable("Zm9v\n", 5, -EINVAL);
+        expect_undecodable("Zm9v\r\n", 6, -EINVAL);
+
+        /* Characters outside the alphabet, whitespace among them. */
+        expect_undecodable("Zm9 ", 4, -EILSEQ);
+        expect_undecodable(" Zm9", 4, -EILSEQ);
+        expect_undecodable("Zm\t9", 4, -EILSEQ);
+        expect_undecodable("Zm9v\nZm9", 8, -EILSEQ);
+        expect_undecodable("Zm-_", 4, -EILSEQ);        /* URL alphabet */
+        expect_undecodable("Zm9\x80", 4, -EILSEQ);
+        expect_undecodable("Zm9\xff", 4, -EILSEQ);
+        expect_undecodable("Zm\09", 4, -EILSEQ);       /* a NUL inside n */
+        expect_undecodable("Zg.=", 4, -EILSEQ);
+
+        /* Misplaced padding. */
+        expect_undecodable("====", 4, -EILSEQ);
+        expect_undecodable("Z===", 4, -EILSEQ);
+        expect_undecodable("=Zg=", 4, -EILSEQ);
+        expect_undecodable("Zg=A", 4, -EILSEQ);
+        expect_undecodable("Z=g=", 4, -EILSEQ);
+        expect_undecodable("Zg==Zg==", 8, -EILSEQ);     /* padding only ends the text */
+        expect_undecodable("Zm8=Zm9v", 8, -EILSEQ);
+
+        /* Non-zero bits under the padding: "Zh==" would also be "f". */
+        expect_undecodable("Zh==", 4, -EBADMSG);
+        expect_undecodable("Zm9=", 4, -EBADMSG);
+        expect_undecodable("Zm9vZm9vZ/==", 12, -EBADMSG);
+
+        /* n bounds the read: what follows is never looked at. */
+        expect_decoded("Zm9v!!!!", 4, "foo", 3);
+
+        /* Every byte string up to 3 bytes (a sample of them) survives the
+         * round trip, and the output never exceeds n / 4 * 3. */
+        for (unsigned a = 0; a < 256; a += 3)
+                for (unsigned b = 0; b < 256; b += 5)
+                        for (size_t len = 0; len <= 3; len++) {
+                                uint8_t in[3] = { (uint8_t) a, (uint8_t) b, (uint8_t) (a ^ b) };
+                                _cleanup_free_ char *text = NULL;
+                                _cleanup_free_ void *back = NULL;
+                                size_t n;
+
+                                assert_int_equal(base64_encode(in, len, &text), 0);
+                                assert_int_equal(base64_decode(text, strlen(text), &back, &n), 0);
+                                assert_int_equal(n, len);
+                                assert_true(n <= strlen(text) / 4 * 3);
+                                if (len > 0)
+                                        assert_memory_equal(back, in, len);
+                        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_reader_partial),
@@ -702,6 +790,7 @@ int main(void) {
                 cmocka_unit_test(test_utf8_valid),
                 cmocka_unit_test(test_utf8_sanitize),
                 cmocka_unit_test(test_base64),
+                cmocka_unit_test(test_base64_decode),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
