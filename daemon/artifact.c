@@ -223,49 +223,9 @@ int artifact_write(int root_fd, const char *rel, size_t rel_len, const void *dat
 
 /* ---- content ---- */
 
-static int b64_value(char c) {
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
-static const char *b64_decode(const char *s, size_t n, unsigned char *out, size_t *ret_len) {
-        size_t o = 0;
-
-        if (n % 4 != 0)
-                return "base64 content must be a multiple of 4 characters long (with '=' padding)";
-        for (size_t i = 0; i < n; i += 4) {
-                bool last = i + 4 == n;
-                size_t pad = last ? (s[i + 3] == '=') + (s[i + 2] == '=' && s[i + 3] == '=') : 0;
-                int v[4] = { 0 };
-                for (size_t j = 0; j < 4 - pad; j++)
-                        if ((v[j] = b64_value(s[i + j])) < 0)
-                                return "base64 content has a character outside A-Z a-z 0-9 + / (or misplaced '=')";
-                uint32_t w = (uint32_t) v[0] << 18 | (uint32_t) v[1] << 12 | (uint32_t) v[2] << 6 | (uint32_t) v[3];
-                if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))
-                        return "base64 content is not canonical (non-zero padding bits)";
-                out[o++] = (unsigned char) (w >> 16);
-                if (pad < 2)
-                        out[o++] = (unsigned char) (w >> 8);
-                if (pad < 1)
-                        out[o++] = (unsigned char) w;
-        }
-        *ret_len = o;
-        return NULL;
-}
-
 int artifact_decode(const char *content, size_t len, const char *encoding, void **ret, size_t *ret_len,
                     const char **ret_reason) {
         bool text = !encoding || strcmp(encoding, "utf-8") == 0 || strcmp(encoding, "utf8") == 0;
-        size_t n = len;
 
         if (!text && strcmp(encoding, "base64") != 0) {
                 *ret_reason = "encoding must be \"utf-8\" or \"base64\"";
@@ -275,25 +235,30 @@ int artifact_decode(const char *content, size_t len, const char *encoding, void 
                 *ret_reason = "content is missing";
                 return -EINVAL;
         }
-        _cleanup_free_ unsigned char *out = malloc(len + 1);
+        if (!text) {
+                int r = base64_decode(content, len, ret, ret_len);
+
+                if (r == -EINVAL)
+                        *ret_reason = "base64 content must be a multiple of 4 characters long (with '=' padding)";
+                else if (r == -EILSEQ)
+                        *ret_reason = "base64 content has a character outside A-Z a-z 0-9 + / (or misplaced '=')";
+                else if (r == -EBADMSG)
+                        *ret_reason = "base64 content is not canonical (non-zero padding bits)";
+                else
+                        return r; /* 0, or -ENOMEM */
+                return -EINVAL;
+        }
+        if (!utf8_valid(content, len)) {
+                *ret_reason = "content is not valid UTF-8 (use encoding \"base64\" for bytes)";
+                return -EINVAL;
+        }
+        _cleanup_free_ char *out = malloc(len + 1);
         if (!out)
                 return -ENOMEM;
-        if (text) {
-                if (!utf8_valid(content, len)) {
-                        *ret_reason = "content is not valid UTF-8 (use encoding \"base64\" for bytes)";
-                        return -EINVAL;
-                }
-                memcpy(out, content, len);
-        } else {
-                const char *why = b64_decode(content, len, out, &n);
-                if (why) {
-                        *ret_reason = why;
-                        return -EINVAL;
-                }
-        }
-        out[n] = '\0';
+        memcpy(out, content, len);
+        out[len] = '\0';
         *ret = TAKE_PTR(out);
-        *ret_len = n;
+        *ret_len = len;
         return 0;
 }
 
