@@ -13,7 +13,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -22,13 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <ini.h>
 
 #include "config-paths.h"
+#include "fileio.h"
 #include "macro.h"
 
 #define KIB UINT64_C(1024)
@@ -699,61 +698,23 @@ int config_load_string(struct toolsd_config *c, const char *text, const char *na
         return 0;
 }
 
-/* Reads all of fd, at most TOOLSD_CONFIG_FILE_MAX bytes, NUL-terminated. */
-static int read_bounded(int fd, char **ret) {
-        _cleanup_free_ char *buf = malloc(TOOLSD_CONFIG_FILE_MAX + 1);
-        size_t n = 0;
-
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, buf + n, TOOLSD_CONFIG_FILE_MAX + 1 - n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-                if (n > TOOLSD_CONFIG_FILE_MAX)
-                        return -EFBIG;
-        }
-        buf[n] = '\0';
-        /* inih would stop at a NUL and ignore the rest of the file */
-        if (memchr(buf, '\0', n))
-                return -EBADMSG;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 int config_load_file(struct toolsd_config *c, const char *path, bool must_exist, char **ret_error) {
-        _cleanup_close_ int fd = -1;
         _cleanup_free_ char *text = NULL;
-        struct stat sb;
+        size_t len;
         int r;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0) {
-                if (errno == ENOENT && !must_exist)
-                        return 0;
-                r = -errno;
-                return set_error(ret_error, r, "%s: %s", path, strerror(-r));
-        }
-        if (fstat(fd, &sb) < 0) {
-                r = -errno;
-                return set_error(ret_error, r, "%s: %s", path, strerror(-r));
-        }
-        if (!S_ISREG(sb.st_mode))
+        r = read_file_bounded(path, TOOLSD_CONFIG_FILE_MAX, READ_FILE_REGULAR, &text, &len);
+        if (r == -ENOENT && !must_exist)
+                return 0;
+        if (r == -EBADFD)
                 return set_error(ret_error, -EINVAL, "%s: not a regular file", path);
-        r = read_bounded(fd, &text);
         if (r == -EFBIG)
                 return set_error(ret_error, r, "%s: larger than %d bytes", path, TOOLSD_CONFIG_FILE_MAX);
-        if (r == -EBADMSG)
-                return set_error(ret_error, -EINVAL, "%s: contains a NUL byte", path);
         if (r < 0)
                 return set_error(ret_error, r, "%s: %s", path, strerror(-r));
+        /* inih would stop at a NUL and ignore the rest of the file */
+        if (memchr(text, '\0', len))
+                return set_error(ret_error, -EINVAL, "%s: contains a NUL byte", path);
         return config_load_string(c, text, path, ret_error);
 }
 
