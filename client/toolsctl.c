@@ -32,6 +32,7 @@
 #include <json-c/json.h>
 
 #include "config-paths.h"
+#include "fileio.h"
 #include "macro.h"
 #include "varlink.h"
 
@@ -227,36 +228,6 @@ static int json_parse_object(const char *text, size_t len, struct json_object **
                 return -EINVAL;
         }
         *ret = o;
-        return 0;
-}
-
-static int read_file_bounded(const char *path, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0;
-
-        fd = streq(path, "-") ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-        buf = malloc(SKILL_FILE_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, buf + len, SKILL_FILE_MAX + 1 - len);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-                if (len > SKILL_FILE_MAX)
-                        return -EFBIG;
-        }
-        buf[len] = 0;
-        *ret_len = len;
-        *ret = TAKE_PTR(buf);
         return 0;
 }
 
@@ -736,7 +707,11 @@ static int skill_from_file(struct json_object **ret) {
         size_t len = 0;
         int r;
 
-        r = read_file_bounded(arg_skill_file, &text, &len);
+        /* Any file, not only regular ones: "-", /dev/stdin and <(...) are pipes. */
+        if (streq(arg_skill_file, "-"))
+                r = read_fd_bounded(STDIN_FILENO, SKILL_FILE_MAX, &text, &len);
+        else
+                r = read_file_bounded(arg_skill_file, SKILL_FILE_MAX, 0, &text, &len);
         if (r < 0) {
                 fprintf(stderr, "toolsctl: cannot read skill file %s: %s\n", arg_skill_file, strerror(-r));
                 return r;
