@@ -1319,9 +1319,14 @@ static int verb_log(char **args, size_t n) {
                 return log_file_print(dirfd, name);
         }
         /* Every task's transcript, in name order. */
-        DIR *d = fdopendir(dup(dirfd));
-        if (!d)
-                return -errno;
+        int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+        if (!d) {
+                r = -errno;
+                if (dfd >= 0)
+                        (void) close(dfd);
+                return r;
+        }
         char **names = NULL;
         size_t k = 0;
         for (struct dirent *de; (de = readdir(d));) {
@@ -1329,13 +1334,17 @@ static int verb_log(char **args, size_t n) {
                 if (l < 7 || !streq(de->d_name + l - 6, ".jsonl") || de->d_name[0] == '.')
                         continue;
                 char **nn = realloc(names, (k + 1) * sizeof *nn);
+                if (nn)
+                        names = nn;
                 if (!nn || !(nn[k] = strdup(de->d_name))) {
-                        free(nn ? nn : names);
+                        /* Out of memory: what was collected is freed, nothing printed. */
+                        for (size_t i = 0; i < k; i++)
+                                free(names[i]);
+                        free(names);
                         names = NULL;
                         r = -ENOMEM;
                         break;
                 }
-                names = nn;
                 k++;
         }
         (void) closedir(d);
