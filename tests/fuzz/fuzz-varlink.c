@@ -4,8 +4,10 @@
  * peer, fed to a reader in pieces whose sizes derive from the data; every
  * message is parsed as a call and as a reply, and whatever parses is built
  * again and must parse back to the same thing. The raw input also goes
- * through utf8_sanitize (output must be valid UTF-8 without NUL) and
- * base64_encode.
+ * through utf8_sanitize (output must be valid UTF-8 without NUL),
+ * base64_encode (and back through base64_decode to the same bytes), and
+ * base64_decode as if it were a peer's base64 (what it accepts must
+ * encode back to exactly the input: the decoder is canonical).
  */
 
 #include <assert.h>
@@ -83,7 +85,20 @@ static void check_text(const uint8_t *data, size_t size) {
 
         assert(base64_encode(data, size, &s) == 0);
         assert(strlen(s) == (size + 2) / 3 * 4);
+        void *back;
+        size_t back_len;
+        assert(base64_decode(s, strlen(s), &back, &back_len) == 0);
+        assert(back_len == size && memcmp(back, data, size) == 0);
+        free(back);
         free(s);
+
+        if (base64_decode((const char *) data, size, &back, &back_len) == 0) {
+                assert(back_len <= size / 4 * 3);
+                assert(base64_encode(back, back_len, &s) == 0);
+                assert(strlen(s) == size && memcmp(s, data, size) == 0);
+                free(s);
+                free(back);
+        }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
