@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -30,9 +31,15 @@
 /* More than the master ever runs at once (1024, two per uid at most). */
 #define PEERS_MAX 2048
 
+/* At most this much page text goes into one ListSessions reply (which
+ * must stay under the Varlink message limit); the users past it are listed
+ * as incomplete. */
+#define VIEW_TEXT_BUDGET (8u * 1024u * 1024u)
+
 struct peer_page {
         uid_t uid;
         pid_t pid;
+        int pidfd;                      /* readable once the broker has ended */
         const struct status_page *map;  /* read-only, STATUS_PAGE_SIZE */
 };
 
@@ -83,48 +90,59 @@ static void page_on_prepare(uv_prepare_t *h) {
 
 static void peer_drop(struct server *s, size_t i) {
         (void) munmap((void *) s->peers[i].map, STATUS_PAGE_SIZE);
+        (void) close(s->peers[i].pidfd);
         s->peers[i] = s->peers[--s->n_peers];
 }
 
-static void peer_add(struct server *s, const struct master_msg *m, int fd) {
-        if (s->uid != 0 || s->n_peers >= PEERS_MAX) {
-                (void) close(fd);
-                return;
-        }
-        if ((!s->page_text && !(s->page_text = malloc(STATUS_PAGE_TEXT_MAX))) ||
-            (!s->peers && !(s->peers = calloc(PEERS_MAX, sizeof *s->peers)))) {
-                (void) close(fd);
-                return;
-        }
-        const struct status_page *map = page_map(fd, false);
-        if (!map) {
-                log_warning("broker: the status page of uid=%u is not one", (unsigned) m->uid);
-                return;
-        }
-        s->peers[s->n_peers++] = (struct peer_page) { .uid = m->uid, .pid = m->pid, .map = map };
+/* The master's pidfd says it, not the page (whose user could write
+ * anything there): readable once the broker has exited. */
+static bool peer_ended(const struct peer_page *p) {
+        struct pollfd pfd = { p->pidfd, POLLIN, 0 };
+        return poll(&pfd, 1, 0) > 0;
 }
 
-static void peer_gone(struct server *s, const struct master_msg *m) {
-        for (size_t i = 0; i < s->n_peers; i++)
-                if (s->peers[i].pid == m->pid && s->peers[i].uid == m->uid) {
+static void peers_prune(struct server *s) {
+        for (size_t i = 0; i < s->n_peers;)
+                if (peer_ended(&s->peers[i]))
                         peer_drop(s, i);
-                        return;
-                }
+                else
+                        i++;
+}
+
+static void peer_add(struct server *s, const struct master_msg *m, int page_fd, int pidfd) {
+        if (s->n_peers >= PEERS_MAX)
+                peers_prune(s);
+        if (s->uid != 0 || s->n_peers >= PEERS_MAX ||
+            (!s->page_text && !(s->page_text = malloc(STATUS_PAGE_TEXT_MAX))) ||
+            (!s->peers && !(s->peers = calloc(PEERS_MAX, sizeof *s->peers)))) {
+                (void) close(page_fd);
+                (void) close(pidfd);
+                return;
+        }
+        const struct status_page *map = page_map(page_fd, false);
+        if (!map) {
+                log_warning("broker: the status page of uid=%u is not one", (unsigned) m->uid);
+                (void) close(pidfd);
+                return;
+        }
+        s->peers[s->n_peers++] = (struct peer_page) { .uid = m->uid, .pid = m->pid, .pidfd = pidfd, .map = map };
 }
 
 void broker_peer_view(struct server *s, struct json_object *sessions, struct json_object *users,
                       struct json_object *incomplete) {
         uint64_t now = now_usec();
+        size_t budget = VIEW_TEXT_BUDGET;
 
-        for (size_t i = 0; i < s->n_peers;) {
+        peers_prune(s);
+        for (size_t i = 0; i < s->n_peers; i++) {
                 struct peer_page *p = &s->peers[i];
                 struct status_counts c = {};
                 size_t len;
                 int r = status_page_snapshot(p->map, s->page_text, STATUS_PAGE_TEXT_MAX, &len);
-                if (r == -ESTALE) {
-                        peer_drop(s, i);        /* reaped; the master's message may still be on its way */
-                        continue;
-                }
+                if (r == 0 && sessions && len > budget)
+                        r = -E2BIG;     /* the reply would outgrow a Varlink message */
+                else if (r == 0 && sessions)
+                        budget -= len;
                 if (r == 0) {
                         _cleanup_json_ struct json_object *list = json_object_new_array();
                         r = list ? status_page_parse(s->page_text, len, p->uid, now, list, &c) : -ENOMEM;
@@ -150,7 +168,6 @@ void broker_peer_view(struct server *s, struct json_object *sessions, struct jso
                                                                               !c.truncated));
                         (void) json_object_array_add(users, u);
                 }
-                i++;
         }
 }
 
@@ -217,19 +234,18 @@ static void broker_receive(struct server *s) {
                                 server_shutdown(s);
                         return;
                 }
-                if (m.type == MASTER_MSG_PAGE_GONE && n == (ssize_t) sizeof m)
-                        peer_gone(s, &m);
                 for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
                         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
                                 continue;
                         size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                        for (size_t i = 0; i < nfd; i++) {
-                                int fd;
-                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                                if (m.type == MASTER_MSG_PAGE && nfd == 1 && n == (ssize_t) sizeof m) {
-                                        peer_add(s, &m, fd);
-                                        continue;
-                                }
+                        int fds[4];
+                        memcpy(fds, CMSG_DATA(c), MIN(nfd, ELEMENTSOF(fds)) * sizeof(int));
+                        if (m.type == MASTER_MSG_PAGE && nfd == 2 && n == (ssize_t) sizeof m) {
+                                peer_add(s, &m, fds[0], fds[1]);
+                                continue;
+                        }
+                        for (size_t i = 0; i < nfd && i < ELEMENTSOF(fds); i++) {
+                                int fd = fds[i];
                                 /* A connection that arrives after we asked to
                                  * exit is served all the same. */
                                 s->exit_asked = false;
@@ -249,20 +265,29 @@ static void broker_on_ctl(uv_poll_t *h, int status, int events) {
         broker_receive(s);
 }
 
-int broker_init(struct server *s, int ctl_fd, int page_fd) {
+struct status_page *broker_page_take(int fd) {
+        struct stat st;
+
+        /* Only a sealed memfd of the page's size; anything else at fd is
+         * left alone. */
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != (off_t) STATUS_PAGE_SIZE ||
+            fcntl(fd, F_GET_SEALS) < 0)
+                return NULL;
+        return page_map(fd, true);
+}
+
+int broker_init(struct server *s, int ctl_fd) {
         s->ctl_fd = ctl_fd;
         s->on_conn_closed = broker_on_conn_closed;
         s->mode = "system";
         s->idle_since_usec = now_usec();
 
-        /* Our page; a broker started by hand has none and is served all
-         * the same, only root's view does not show it. */
-        if (fcntl(page_fd, F_GETFD) >= 0) {
-                if (!(s->page_text = malloc(STATUS_PAGE_TEXT_MAX)))
-                        return -ENOMEM;
-                if (!(s->page = page_map(page_fd, true)))
-                        log_warning("broker: fd %d is not a status page; root's view will not show us", page_fd);
-        }
+        /* Our page (main() took it); a broker started by hand has none and
+         * is served all the same, only root's view does not show it. */
+        if (!s->page)
+                log_warning("broker: no status page at fd %d; root's view will not show us", MASTER_PAGE_FD);
+        else if (!(s->page_text = malloc(STATUS_PAGE_TEXT_MAX)))
+                return -ENOMEM;
         if (s->page) {
                 s->on_status = page_publish;
                 s->status_dirty = true;

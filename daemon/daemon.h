@@ -142,7 +142,11 @@ void error_invalid_argument(struct conn *c, const char *field, const char *reaso
 void error_limit(struct conn *c, const char *what, uint64_t limit);
 
 /* ---- broker.c (system mode) ---- */
-int broker_init(struct server *s, int ctl_fd, int page_fd);
+/* The status page the master left at fd (a sealed memfd of the page's
+ * size), mapped read-write, fd closed; NULL (fd untouched unless it was a
+ * memfd-like file) when there is none. Call before anything opens fds. */
+struct status_page *broker_page_take(int fd);
+int broker_init(struct server *s, int ctl_fd);
 void broker_done(struct server *s);
 /* After the loop: unmaps the pages, frees what broker_init() took. */
 void broker_free(struct server *s);

@@ -325,7 +325,7 @@ static int listen_socket(struct server *s, const struct options *o) {
                 int r = seccomp_broker_load();
                 if (r < 0)
                         return log_error_errno(r, "Cannot load the broker's seccomp filter: %m");
-                return broker_init(s, MASTER_BROKER_FD, MASTER_PAGE_FD);
+                return broker_init(s, MASTER_BROKER_FD);
         }
 
         _cleanup_free_ char *path = o->listen ? strdup(o->listen)
@@ -393,6 +393,13 @@ int main(int argc, char *argv[]) {
 
         if (parse_args(argc, argv, &o) < 0)
                 return 2;
+        /* Before anything else opens a descriptor: the master's fds 3 and 4
+         * are ours alone (no helper, probe or tool inherits them), and fd 4
+         * is taken only if it is what the master puts there. */
+        if (o.broker_uid >= 0) {
+                (void) fcntl(MASTER_BROKER_FD, F_SETFD, FD_CLOEXEC);
+                s.page = broker_page_take(MASTER_PAGE_FD);
+        }
         log_open(o.broker_uid >= 0 ? "toolsd-broker" : "toolsd");
         if (o.broker_uid >= 0 && (getuid() != (uid_t) o.broker_uid || geteuid() != (uid_t) o.broker_uid))
                 return log_error_errno(EPERM, "--broker %ld: not running as that uid", o.broker_uid), 2;

@@ -16,8 +16,8 @@
  *
  * Root's administrative view (ListSessions/Status with all_users): each
  * broker gets a status page, a memfd the master creates and seals at a
- * fixed size, and root's broker gets every other broker's page. The master
- * never reads a page; it only marks one gone when its broker is reaped.
+ * fixed size, and root's broker gets every other broker's page with a
+ * pidfd of that broker. The master never reads or writes a page.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -57,6 +58,8 @@ struct broker {
         pid_t pid;                      /* 0: slot free or broker gone */
         int ctl;                        /* our end of the control socket */
         int page;                       /* its status page (a sealed memfd); -1: none */
+        int pidfd;                      /* sent with the page; -1: none */
+        bool page_pending;              /* root's serving broker does not have the page yet */
         uint32_t conns;                 /* counted until the broker is reaped */
         bool exiting;                   /* asked to exit: hand it nothing more */
         uint64_t kill_at_usec;          /* exiting: SIGKILL if still alive then */
@@ -72,6 +75,12 @@ struct restarts {
 static struct broker brokers[BROKERS_MAX];
 static struct restarts restarts[BROKERS_MAX];
 static uint32_t n_conns_total;
+/* Held so that a connection can still be accepted (and refused) when every
+ * other descriptor is in use; otherwise the listening socket would stay
+ * readable and poll() would spin. */
+static int reserve_fd = -1;
+/* Brokers get the soft limit toolsd was started with, not ours. */
+static struct rlimit nofile_start;
 
 static uint64_t mono_sec(void) {
         struct timespec ts;
@@ -154,6 +163,8 @@ _noreturn_ static void broker_exec(const struct master_options *o, const struct 
         sigset_t none;
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
+        if (nofile_start.rlim_cur > 0)
+                (void) setrlimit(RLIMIT_NOFILE, &nofile_start);
         /* Out of the way first (either may sit on the other's number), then
          * into place: dup2() to a different number clears close-on-exec. */
         int c = fcntl(ctl, F_DUPFD_CLOEXEC, MASTER_PAGE_FD + 1), p = fcntl(page, F_DUPFD_CLOEXEC, MASTER_PAGE_FD + 1);
@@ -225,52 +236,59 @@ static int page_new(void) {
         return TAKE_FD(fd);
 }
 
-static int send_msg(int ctl, const struct master_msg *m, int fd) {
-        char cbuf[CMSG_SPACE(sizeof(int))] = {};
+static int send_msg(int ctl, const struct master_msg *m, const int *fds, size_t n_fds) {
+        char cbuf[CMSG_SPACE(2 * sizeof(int))] = {};
         struct iovec iov = { (void *) m, sizeof *m };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                             .msg_controllen = CMSG_SPACE(n_fds * sizeof(int)) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 
-        if (fd >= 0) {
-                mh.msg_control = cbuf;
-                mh.msg_controllen = sizeof cbuf;
-                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(c), &fd, sizeof fd);
-        }
+        if (n_fds == 0 || n_fds > 2)
+                return -EINVAL;
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
         return sendmsg(ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ? -errno : 0;
 }
 
-/* Tells root's broker(s) about broker b's page, or that b is gone. */
-static void page_tell_root(const struct broker *b, bool gone) {
-        struct master_msg m = { gone ? MASTER_MSG_PAGE_GONE : MASTER_MSG_PAGE, b->uid, b->pid };
+/* The broker serving uid 0 (not one on its way out), or NULL. */
+static struct broker *root_broker(void) {
+        for (size_t i = 0; i < BROKERS_MAX; i++)
+                if (brokers[i].pid > 0 && brokers[i].uid == 0 && !brokers[i].exiting && brokers[i].ctl >= 0)
+                        return &brokers[i];
+        return NULL;
+}
 
-        if (b->uid == 0 || b->page < 0)
+/* Gives root's broker every page it does not have yet, page and pidfd in
+ * one message. Stops at a full socket; the poll loop waits for POLLOUT on
+ * root's control socket while any is pending (pages_pending()), so a
+ * page is never lost to a busy root broker. */
+static void pages_flush(void) {
+        struct broker *r = root_broker();
+        if (!r)
                 return;
         for (size_t i = 0; i < BROKERS_MAX; i++) {
-                const struct broker *r = &brokers[i];
-                if (r->pid > 0 && r->uid == 0 && r->ctl >= 0) {
-                        int k = send_msg(r->ctl, &m, gone ? -1 : b->page);
-                        if (k < 0)
-                                log_warning("master: cannot tell root's broker pid=%d about uid=%u: %s", (int) r->pid,
-                                            (unsigned) b->uid, strerror(-k));
-                }
+                struct broker *b = &brokers[i];
+                if (b->pid <= 0 || !b->page_pending)
+                        continue;
+                struct master_msg m = { MASTER_MSG_PAGE, b->uid, b->pid };
+                int fds[2] = { b->page, b->pidfd };
+                int k = send_msg(r->ctl, &m, fds, 2);
+                if (k == -EAGAIN)
+                        return;
+                if (k < 0)
+                        log_warning("master: cannot give root's broker the page of uid=%u: %s", (unsigned) b->uid,
+                                    strerror(-k));
+                b->page_pending = false;
         }
 }
 
-/* A new root broker gets every other live broker's page. */
-static void page_tell_new_root(const struct broker *r) {
-        for (size_t i = 0; i < BROKERS_MAX; i++) {
-                const struct broker *b = &brokers[i];
-                if (b->pid > 0 && b->uid != 0 && b->page >= 0) {
-                        struct master_msg m = { MASTER_MSG_PAGE, b->uid, b->pid };
-                        int k = send_msg(r->ctl, &m, b->page);
-                        if (k < 0)
-                                log_warning("master: cannot give root's broker the page of uid=%u: %s",
-                                            (unsigned) b->uid, strerror(-k));
-                }
-        }
+static bool pages_pending(void) {
+        for (size_t i = 0; i < BROKERS_MAX; i++)
+                if (brokers[i].pid > 0 && brokers[i].page_pending)
+                        return true;
+        return false;
 }
 
 static struct broker *broker_start(const struct master_options *o, uid_t uid) {
@@ -307,19 +325,27 @@ static struct broker *broker_start(const struct master_options *o, uid_t uid) {
         if (pid == 0)
                 broker_exec(o, &pw, sv[1], page, master);
         close(sv[1]);
-        *b = (struct broker) { .uid = uid, .pid = pid, .ctl = sv[0], .page = TAKE_FD(page) };
+        /* Our child, not yet reaped: the pid cannot have been reused. */
+        int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0)
+                log_warning("master: no pidfd for broker pid=%d: %m; root's view will not show uid=%u", (int) pid,
+                            (unsigned) uid);
+        *b = (struct broker) { .uid = uid, .pid = pid, .ctl = sv[0], .page = TAKE_FD(page), .pidfd = pidfd,
+                               .page_pending = uid != 0 && pidfd >= 0 };
         log_info("master: started broker pid=%d for uid=%u (%s)", (int) pid, (unsigned) uid, pw.pw_name);
+        /* A new root broker gets every live page (after the connection
+         * that started it: master_on_accept flushes once it is handed). */
         if (uid == 0)
-                page_tell_new_root(b);
-        else
-                page_tell_root(b, false);
+                for (size_t i = 0; i < BROKERS_MAX; i++)
+                        if (brokers[i].pid > 0 && brokers[i].uid != 0 && brokers[i].pidfd >= 0)
+                                brokers[i].page_pending = true;
         return b;
 }
 
 /* Hands the connection over; the broker checks SO_PEERCRED itself too. */
 static int broker_send(struct broker *b, int fd, const struct ucred *cred) {
         struct master_msg m = { MASTER_MSG_CONN, cred->uid, cred->pid };
-        return send_msg(b->ctl, &m, fd);
+        return send_msg(b->ctl, &m, &fd, 1);
 }
 
 static uint64_t mono_usec(void);
@@ -330,6 +356,18 @@ static void master_on_accept(const struct master_options *o, int lfd) {
         const struct toolsd_config *cfg = o->config;
 
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && reserve_fd >= 0) {
+                struct rlimit rl = {};
+                (void) getrlimit(RLIMIT_NOFILE, &rl);
+                log_warning("master: out of file descriptors (limit %llu); refusing a connection",
+                            (unsigned long long) rl.rlim_cur);
+                closep(&reserve_fd);
+                fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                if (fd >= 0)
+                        refuse(fd, "io.toolsd.LimitExceeded", "open_files", rl.rlim_cur);
+                reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                return;
+        }
         if (fd < 0)
                 return;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred) {
@@ -379,6 +417,7 @@ static void master_on_accept(const struct master_options *o, int lfd) {
         b->conns++;
         n_conns_total++;
         close(fd);
+        pages_flush();
 }
 
 /* One byte per message: 'c' a connection closed, 'x' I want to exit. */
@@ -425,15 +464,10 @@ static void master_reap(void) {
                         }
                         n_conns_total -= MIN(n_conns_total, b->conns);
                         closep(&b->ctl);
-                        /* Root's broker may hold the page: say it is gone
-                         * there (a write, never a read, of the page). */
-                        if (b->page >= 0) {
-                                uint32_t one = 1;
-                                (void) pwrite(b->page, &one, sizeof one, offsetof(struct status_page, gone));
-                                page_tell_root(b, true);
-                        }
+                        /* Root's broker sees the end on its own pidfd. */
                         closep(&b->page);
-                        *b = (struct broker) { .ctl = -1, .page = -1 };
+                        closep(&b->pidfd);
+                        *b = (struct broker) { .ctl = -1, .page = -1, .pidfd = -1 };
                 }
 }
 
@@ -480,7 +514,15 @@ int master_run(const struct master_options *o, int listen_fd) {
         bool stopping = false;
 
         for (size_t i = 0; i < BROKERS_MAX; i++)
-                brokers[i].ctl = brokers[i].page = -1;
+                brokers[i].ctl = brokers[i].page = brokers[i].pidfd = -1;
+        /* Up to three descriptors per broker (control socket, page, pidfd)
+         * and the connections in flight: raise the soft limit to the hard
+         * one (poll(), not select(), so a large limit is fine). */
+        (void) getrlimit(RLIMIT_NOFILE, &nofile_start);
+        struct rlimit raised = { nofile_start.rlim_max, nofile_start.rlim_max };
+        if (nofile_start.rlim_cur < nofile_start.rlim_max && setrlimit(RLIMIT_NOFILE, &raised) < 0)
+                log_warning("master: cannot raise the open file limit: %m");
+        reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
         sigaddset(&mask, SIGTERM);
@@ -503,10 +545,12 @@ int master_run(const struct master_options *o, int listen_fd) {
                 pfd[n++] = (struct pollfd) { sfd, POLLIN, 0 };
                 if (!stopping)
                         pfd[n++] = (struct pollfd) { listen_fd, POLLIN, 0 };
+                struct broker *root = pages_pending() ? root_broker() : NULL;
                 for (size_t i = 0; i < BROKERS_MAX; i++)
                         if (brokers[i].pid > 0 && brokers[i].ctl >= 0) {
                                 slot[n] = &brokers[i];
-                                pfd[n++] = (struct pollfd) { brokers[i].ctl, POLLIN, 0 };
+                                pfd[n++] = (struct pollfd) { brokers[i].ctl,
+                                                             POLLIN | (&brokers[i] == root ? POLLOUT : 0), 0 };
                         }
                 if (stopping && n_live_brokers() == 0)
                         break;
@@ -548,9 +592,12 @@ int master_run(const struct master_options *o, int listen_fd) {
                         }
                         master_reap();
                 }
-                for (size_t i = first; i < n; i++)
-                        if (pfd[i].revents)
+                for (size_t i = first; i < n; i++) {
+                        if (pfd[i].revents & POLLOUT)
+                                pages_flush();
+                        if (pfd[i].revents & ~POLLOUT)
                                 master_on_broker(slot[i]);
+                }
                 if (first == 2 && !stopping && (pfd[1].revents & POLLIN))
                         master_on_accept(o, listen_fd);
                 /* Only changes: sd_notify() blocks when the manager's

@@ -16,13 +16,12 @@
 
 /* Master → broker, one per datagram on the control socket (SOCK_SEQPACKET).
  * CONN carries a client's connection (uid and pid from its SO_PEERCRED; the
- * broker checks the descriptor itself). PAGE and PAGE_GONE go to root's
- * broker only: another broker's status page (uid and pid that broker's),
- * and that broker reaped. */
+ * broker checks the descriptor itself). PAGE goes to root's broker only:
+ * another broker's status page and a pidfd of that broker (uid and pid
+ * that broker's); the pidfd, not the page, tells when it is gone. */
 enum {
         MASTER_MSG_CONN = 1,
         MASTER_MSG_PAGE = 2,
-        MASTER_MSG_PAGE_GONE = 3,
 };
 
 struct master_msg {

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@
 
 #define DOC_HEAD "{\"list\":["
 #define DOC_TAIL_MAX 128u       /* "],\"sessions\":N,...}" with three 10-digit counts */
-#define SNAPSHOT_TRIES 4
+#define SNAPSHOT_TRIES 8
 
 void status_doc_begin(struct status_doc *d, char *buf, size_t size) {
         *d = (struct status_doc) { .buf = buf, .size = size };
@@ -34,6 +35,41 @@ static void jset(struct json_object *o, const char *key, struct json_object *v) 
         (void) json_object_object_add(o, key, v);
 }
 
+static bool control_at(const unsigned char *p) {
+        return *p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f);
+}
+
+/* No C0 control, DEL or C1 control (U+0080..U+009F, UTF-8 C2 80..C2 9F):
+ * root prints these strings on a terminal. */
+static bool printable(const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if (control_at(p))
+                        return false;
+        return true;
+}
+
+/* s as a JSON string, each control character (a C1 one is two bytes)
+ * replaced by '?': a directory may be called anything, and an honest
+ * broker's page must still parse. */
+static struct json_object *printable_string(const char *s) {
+        if (printable(s))
+                return json_object_new_string(s);
+        _cleanup_free_ char *t = strdup(s);
+        if (!t)
+                return NULL;
+        char *w = t;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (control_at(p)) {
+                        *w++ = '?';
+                        p += *p == 0xc2;
+                } else {
+                        *w++ = (char) *p;
+                }
+        }
+        *w = '\0';
+        return json_object_new_string(t);
+}
+
 bool status_doc_add(struct status_doc *d, const struct status_entry *e) {
         if (d->error < 0 || d->full)
                 return false;
@@ -44,14 +80,14 @@ bool status_doc_add(struct status_doc *d, const struct status_entry *e) {
         if (!o)
                 return false;
         jset(o, "session", json_object_new_string(e->session));
-        jset(o, "skill", json_object_new_string(e->skill));
-        jset(o, "profile", json_object_new_string(e->profile));
-        jset(o, "artifacts_root", json_object_new_string(e->artifacts_root));
-        jset(o, "task_id", json_object_new_string(e->task_id));
+        jset(o, "skill", printable_string(e->skill));
+        jset(o, "profile", printable_string(e->profile));
+        jset(o, "artifacts_root", printable_string(e->artifacts_root));
+        jset(o, "task_id", printable_string(e->task_id));
         if (e->run_id)
-                jset(o, "run_id", json_object_new_string(e->run_id));
+                jset(o, "run_id", printable_string(e->run_id));
         if (e->role)
-                jset(o, "role", json_object_new_string(e->role));
+                jset(o, "role", printable_string(e->role));
         jset(o, "sandboxed", json_object_new_boolean(e->sandboxed));
         jset(o, "network", json_object_new_boolean(e->network));
         jset(o, "running_calls", json_object_new_int64(e->running_calls));
@@ -109,9 +145,9 @@ void status_page_publish(struct status_page *p, const char *text, size_t len) {
 }
 
 int status_page_snapshot(const struct status_page *p, char *buf, size_t size, size_t *ret_len) {
-        if (__atomic_load_n(&p->gone, __ATOMIC_ACQUIRE))
-                return -ESTALE;
         for (unsigned t = 0; t < SNAPSHOT_TRIES; t++) {
+                if (t > 0)
+                        (void) sched_yield();   /* let a writer on this CPU finish */
                 uint64_t s1 = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
                 if (s1 & 1)
                         continue;
@@ -136,6 +172,33 @@ int status_page_snapshot(const struct status_page *p, char *buf, size_t size, si
 
 /* ---- parsing another user's text ---- */
 
+static bool bare_id(const char *s) {
+        return s[0] != '.' && s[0] != '-' &&
+               strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(s);
+}
+
+/* Objects outside strings, counted before json-c allocates one for each:
+ * "{}," takes 3 bytes of text and far more memory once parsed. */
+static bool objects_within(const char *text, size_t len, size_t max) {
+        bool in_string = false;
+        size_t n = 0;
+
+        for (size_t i = 0; i < len; i++) {
+                char ch = text[i];
+                if (in_string) {
+                        if (ch == '\\')
+                                i++;
+                        else if (ch == '"')
+                                in_string = false;
+                } else if (ch == '"') {
+                        in_string = true;
+                } else if (ch == '{' && ++n > max) {
+                        return false;
+                }
+        }
+        return true;
+}
+
 static bool get_string(struct json_object *o, const char *key, size_t max, bool optional, const char **ret) {
         struct json_object *v;
         if (!json_object_object_get_ex(o, key, &v)) {
@@ -146,8 +209,8 @@ static bool get_string(struct json_object *o, const char *key, size_t max, bool 
                 return false;
         const char *s = json_object_get_string(v);
         size_t n = (size_t) json_object_get_string_len(v);
-        if (n == 0 || n > max || strlen(s) != n)
-                return false;   /* empty, too long, or an embedded NUL */
+        if (n == 0 || n > max || strlen(s) != n || !printable(s))
+                return false;   /* empty, too long, an embedded NUL, a control character */
         *ret = s;
         return true;
 }
@@ -202,7 +265,7 @@ static struct json_object *entry_parse(struct json_object *e, uid_t uid, uint64_
             !get_string(e, "skill", STATUS_NAME_MAX, false, &skill) ||
             !get_string(e, "profile", STATUS_NAME_MAX, false, &profile) ||
             !get_string(e, "artifacts_root", STATUS_PATH_MAX, false, &root) || root[0] != '/' ||
-            !get_string(e, "task_id", STATUS_NAME_MAX, false, &task) ||
+            !get_string(e, "task_id", STATUS_NAME_MAX, false, &task) || !bare_id(task) ||
             !get_string(e, "run_id", STATUS_NAME_MAX, true, &run) ||
             !get_string(e, "role", STATUS_NAME_MAX, true, &role) || !get_bool(e, "sandboxed", &sandboxed) ||
             !get_bool(e, "network", &network) || !get_uint(e, "running_calls", UINT32_MAX, &running) ||
@@ -236,7 +299,8 @@ int status_page_parse(const char *text, size_t len, uid_t uid, uint64_t now_usec
                       struct status_counts *ret) {
         static const char *const keys[] = { "list", "sessions", "running_calls", "connections", "truncated" };
 
-        if (!text || !sessions || !ret || len == 0 || len > STATUS_PAGE_TEXT_MAX)
+        if (!text || !sessions || !ret || len == 0 || len > STATUS_PAGE_TEXT_MAX ||
+            !objects_within(text, len, STATUS_PAGE_OBJECTS_MAX))
                 return -EBADMSG;
 
         /* All a page needs: the document, its list, a session (json-c counts

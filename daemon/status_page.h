@@ -8,7 +8,8 @@
  * at MASTER_PAGE_FD and, over its control socket, to root's broker. The
  * broker publishes a JSON summary of its sessions into it (a seqlock
  * guards the text); root's broker snapshots and parses it. The master
- * never reads a page; it only sets `gone` once the broker is reaped.
+ * never reads or writes a page; whether its broker still runs, root's
+ * broker learns from a pidfd the master sends with it, not from the page.
  *
  * A page is written by a broker that runs as its user, so everything in it
  * is that user's claim: the reader bounds and checks every field, takes the
@@ -31,7 +32,7 @@ struct json_object;
 
 struct status_page {
         uint32_t magic;                 /* STATUS_PAGE_MAGIC once the broker wrote */
-        uint32_t gone;                  /* non-zero: the master reaped the broker */
+        uint32_t reserved0;
         uint64_t seq;                   /* even: stable; odd: being written */
         uint32_t len;                   /* bytes of text in use */
         uint32_t reserved;
@@ -41,9 +42,13 @@ struct status_page {
 #define STATUS_PAGE_TEXT_MAX (STATUS_PAGE_SIZE - sizeof(struct status_page))
 
 /* The bounds a page's fields must keep (those OpenSession enforces, or
- * wider). */
+ * wider). No string may hold a control character (C0, DEL or C1): what
+ * root reads must not drive root's terminal. */
 #define STATUS_NAME_MAX 1024u           /* skill, profile, run_id, task_id, role */
 #define STATUS_PATH_MAX 4096u           /* artifacts_root */
+/* The smallest session entry takes more than 160 bytes (its ten required
+ * keys alone), so a page of real sessions holds fewer objects than this. */
+#define STATUS_PAGE_OBJECTS_MAX (STATUS_PAGE_TEXT_MAX / 160u + 1u)
 
 /* One session as a broker publishes it. Times are CLOCK_MONOTONIC in µs,
  * which every process of the host shares. */
@@ -84,13 +89,14 @@ void status_page_publish(struct status_page *p, const char *text, size_t len);
 
 /* Reader side (root's broker): a consistent copy of the text into buf
  * (size at least STATUS_PAGE_TEXT_MAX), retried a few times when the
- * writer is busy. 0 and *ret_len; -ESTALE: the broker is gone; -ENODATA:
+ * writer is busy (yielding the CPU in between). 0 and *ret_len; -ENODATA:
  * nothing published yet; -EAGAIN: always busy; -EBADMSG: not a page. */
 int status_page_snapshot(const struct status_page *p, char *buf, size_t size, size_t *ret_len);
 
 /* Parses a page's text into SessionInfo objects (appended to sessions, a
  * JSON array; every one gets uid) and the counts. now_usec turns the
- * times into ages. -EBADMSG for anything that is not a well-formed page:
- * then nothing is appended. */
+ * times into ages. -EBADMSG for anything that is not a well-formed page
+ * (checked before json-c builds anything big: at most
+ * STATUS_PAGE_OBJECTS_MAX objects): then nothing is appended. */
 int status_page_parse(const char *text, size_t len, uid_t uid, uint64_t now_usec, struct json_object *sessions,
                       struct status_counts *ret);

@@ -426,9 +426,8 @@ def test_all_users_is_root_only(system, users, roots):
                                           "reason": "only root (uid 0) may see other users' sessions"}
             assert "users" not in ca.call(method, {"all_users": False})
         assert len(ca.list_sessions()) == 1
-    with as_user(a):
-        r = subprocess.run([TOOLSCTL, "--socket", system.socket, "sessions", "--all"], capture_output=True,
-                           text=True, timeout=30)
+    r = subprocess.run([TOOLSCTL, "--socket", system.socket, "sessions", "--all"], capture_output=True,
+                       text=True, timeout=30, user=a.uid, group=a.gid, extra_groups=[])
     assert r.returncode != 0 and "only root (uid 0) may see other users' sessions" in r.stderr, r
 
 
@@ -521,6 +520,94 @@ def test_a_users_page_is_their_own_claim(system, users, roots):
         view = cr.list_all_sessions()
         assert view["incomplete_uids"] == []
         assert sum(x["uid"] == a.uid for x in view["sessions"]) == 2
+
+
+def test_root_view_cannot_drive_roots_terminal(system, users, roots):
+    """A directory may be called anything: an honest broker publishes it
+    with '?' for each control character, a page that carries them raw is
+    refused, and toolsctl escapes whatever it prints."""
+    a, b = users
+    evil = os.path.join(roots[a.name], "x\x1b]0;PWNED\x07\r\u009b2K")
+    os.mkdir(evil, 0o700)
+    os.chown(evil, a.uid, a.gid)
+    with system.client_as(a) as ca, toolsd.Client(system.socket, timeout=30) as cr:
+        sid = open_session(ca, evil).id
+        view = cr.list_all_sessions()
+        assert view["incomplete_uids"] == []
+        got = {x["session"]: x for x in view["sessions"]}
+        assert got[sid]["artifacts_root"] == os.path.join(roots[a.name], "x?]0;PWNED???2K")
+        for who in (a, None):
+            ids = {"user": a.uid, "group": a.gid, "extra_groups": []} if who else {}
+            r = subprocess.run([TOOLSCTL, "--socket", system.socket, "sessions"] + ([] if who else ["--all"]),
+                               capture_output=True, timeout=30, **ids)
+            assert r.returncode == 0, r.stderr
+            assert sid.encode() in r.stdout
+            assert not any(c in r.stdout for c in (b"\x1b", b"\x07", b"\r", b"\xc2\x9b")), r.stdout
+
+        # Raw in a page (as its user could write it): refused whole.
+        fd = broker_page(broker_of(a.uid))
+        try:
+            page = json.dumps({"list": [{"session": sid, "skill": "x\x1b]0;PWNED\x07", "profile": "p",
+                                         "artifacts_root": "/r", "task_id": "t", "sandboxed": True,
+                                         "network": False, "running_calls": 0, "created_usec": 1,
+                                         "used_usec": 1}],
+                               "sessions": 1, "running_calls": 0, "connections": 0, "truncated": False})
+            write_page(fd, page.encode())
+            assert cr.list_all_sessions()["incomplete_uids"] == [a.uid]
+        finally:
+            os.close(fd)
+
+
+def test_root_gets_every_page_when_busy(make_system, users, roots):
+    """A page is never dropped: with root's broker stopped and its control
+    socket full (the master refuses root's connections as broker_busy), a
+    new broker's page waits in the master and arrives once root's broker
+    reads again."""
+    a, b = users
+    d = make_system()
+    with toolsd.Client(d.socket, timeout=30) as cr:
+        cr.status()
+        pr = broker_of(0)
+        socks = []
+        os.kill(pr, signal.SIGSTOP)
+        try:
+            full = "cannot hand a connection over for uid=0: Resource temporarily unavailable"
+            for _ in range(1000):
+                socks.append(d.raw())
+                if full in d.log_text():
+                    break
+            assert wait_until(lambda: full in d.log_text(), 10), "root's control socket never filled"
+            with d.client_as(b) as cb:
+                sb = open_session(cb, roots[b.name])
+                for s in socks:
+                    s.close()
+                socks = []
+                os.kill(pr, signal.SIGCONT)
+                assert wait_until(lambda: sb.id in [x["session"] for x in cr.list_all_sessions()["sessions"]],
+                                  15), d.log_text()
+                st = by_uid(cr.status(all_users=True)["users"])
+                assert st[b.uid]["sessions"] == 1 and st[b.uid]["complete"]
+        finally:
+            os.kill(pr, signal.SIGCONT)
+            for s in socks:
+                s.close()
+
+
+def test_a_broker_cannot_hide_from_root_by_its_page(system, users, roots):
+    """Whether a broker still runs comes from the master's pidfd, not from
+    anything in the page: a page that claims to be gone (the header field
+    that once meant it) or stops being written still shows its user."""
+    import struct
+    a = users[0]
+    with system.client_as(a) as ca, toolsd.Client(system.socket, timeout=30) as cr:
+        sid = open_session(ca, roots[a.name]).id
+        fd = broker_page(broker_of(a.uid))
+        try:
+            os.pwrite(fd, struct.pack("<I", 1), 4)
+            assert sid in [x["session"] for x in cr.list_all_sessions()["sessions"]]
+            assert a.uid in by_uid(cr.status(all_users=True)["users"])
+        finally:
+            os.close(fd)
 
 
 # ---- isolation between users --------------------------------------------------

@@ -121,6 +121,79 @@ static void test_truncated(void **state) {
         json_object_put(list);
 }
 
+/* Printable non-ASCII is fine (U+00A0 is the first after C1). */
+static void test_printable_utf8(void **state) {
+        struct status_entry e = entry;
+        struct status_counts c = { .sessions = 1 }, got;
+        struct json_object *list;
+        size_t len;
+
+        e.skill = "l\xc3\xa9ger \xc2\xa0\xe2\x82\xac";
+        e.artifacts_root = "/home/\xc3\xa9t\xc3\xa9";
+        char *text = render(&e, 1, &c, STATUS_PAGE_TEXT_MAX, &len, NULL);
+        assert_int_equal(parse(text, len, &list, &got), 0);
+        assert_int_equal(json_object_array_length(list), 1);
+        json_object_put(list);
+        free(text);
+}
+
+/* An honest broker whose root is called anything still publishes a page
+ * that parses: control characters become '?'. */
+static void test_control_characters_rendered_printable(void **state) {
+        struct status_entry e = entry;
+        struct status_counts c = { .sessions = 1 }, got;
+        struct json_object *list;
+        size_t len;
+
+        e.artifacts_root = "/home/a/x\x1b]0;PWNED\x07\r\xc2\x9b" "2K\x7f";
+        e.role = "\x01";
+        char *text = render(&e, 1, &c, STATUS_PAGE_TEXT_MAX, &len, NULL);
+        assert_int_equal(parse(text, len, &list, &got), 0);
+        struct json_object *o = json_object_array_get_idx(list, 0);
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "artifacts_root")),
+                            "/home/a/x?]0;PWNED???2K?");
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "role")), "?");
+        json_object_put(list);
+        free(text);
+}
+
+/* Objects are counted before json-c builds them: a page of "{}," is
+ * refused at once, whatever it would cost to parse. */
+static void test_object_flood(void **state) {
+        size_t n = STATUS_PAGE_TEXT_MAX - 200, len = 0;
+        char *text = malloc(STATUS_PAGE_TEXT_MAX);
+        struct status_counts c;
+        struct json_object *list;
+
+        assert_non_null(text);
+        len += (size_t) sprintf(text, "{\"list\":[");
+        while (len + 3 < n) {
+                memcpy(text + len, "{},", 3);
+                len += 3;
+        }
+        len += (size_t) sprintf(text + len, "{}],\"sessions\":0,\"running_calls\":0,\"connections\":0,\"truncated\":false}");
+        assert_int_equal(parse(text, len, &list, &c), -EBADMSG);
+        json_object_put(list);
+
+        /* braces inside strings do not count: a path full of them is fine */
+        struct status_entry e = entry;
+        char path[STATUS_PATH_MAX + 1];
+        path[0] = '/';
+        memset(path + 1, '{', STATUS_PATH_MAX - 1);
+        path[STATUS_PATH_MAX] = '\0';
+        e.artifacts_root = path;
+        struct status_entry many[60];
+        for (size_t i = 0; i < ELEMENTSOF(many); i++)
+                many[i] = e;
+        struct status_counts want = { .sessions = 60 };
+        free(text);
+        text = render(many, ELEMENTSOF(many), &want, STATUS_PAGE_TEXT_MAX, &len, NULL);
+        assert_int_equal(parse(text, len, &list, &c), 0);
+        assert_int_equal(json_object_array_length(list), 60);
+        json_object_put(list);
+        free(text);
+}
+
 static void test_too_small_buffer(void **state) {
         char buf[64];
         struct status_doc d;
@@ -186,6 +259,19 @@ static void test_entry_fields(void **state) {
                     "\"created_usec\":1,\"used_usec\":1}"),
                 "{\"list\":[{\"session\":\"" ID "\"," GOOD_FIELDS "}],\"sessions\":1,\"running_calls\":0,"
                 "\"connections\":0,\"truncated\":false,\"skill\":\"\xff\"}",                    /* not UTF-8 */
+                /* what would drive root's terminal: C0, DEL, C1 (raw and escaped) */
+                DOC("{\"session\":\"" ID "\"," GOOD_FIELDS ",\"role\":\"x\\u001b]0;PWNED\\u0007\"}"),
+                DOC("{\"session\":\"" ID "\"," GOOD_FIELDS ",\"role\":\"a\\rb\"}"),
+                DOC("{\"session\":\"" ID "\"," GOOD_FIELDS ",\"run_id\":\"a\x7f\"}"),
+                DOC("{\"session\":\"" ID "\"," GOOD_FIELDS ",\"run_id\":\"a\xc2\x9b" "2K\"}"),
+                DOC("{\"session\":\"" ID "\"," GOOD_FIELDS ",\"run_id\":\"a\\u009b2K\"}"),
+                DOC("{\"session\":\"" ID "\",\"skill\":\"s\",\"profile\":\"p\",\"artifacts_root\":\"/r\\n1002\","
+                    "\"task_id\":\"t\",\"sandboxed\":true,\"network\":false,\"running_calls\":0,"
+                    "\"created_usec\":1,\"used_usec\":1}"),
+                /* a task id is a bare file name */
+                DOC("{\"session\":\"" ID "\",\"skill\":\"s\",\"profile\":\"p\",\"artifacts_root\":\"/r\","
+                    "\"task_id\":\"../t\",\"sandboxed\":true,\"network\":false,\"running_calls\":0,"
+                    "\"created_usec\":1,\"used_usec\":1}"),
         };
         static const char good[] = DOC("{\"session\":\"" ID "\"," GOOD_FIELDS "}");
         struct status_counts c;
@@ -268,12 +354,7 @@ static void test_seqlock(void **state) {
         assert_int_equal(status_page_snapshot(p, buf, STATUS_PAGE_TEXT_MAX, &len), -EBADMSG);
         p->magic = STATUS_PAGE_MAGIC;
 
-        /* the master marked the broker reaped */
-        p->gone = 1;
-        assert_int_equal(status_page_snapshot(p, buf, STATUS_PAGE_TEXT_MAX, &len), -ESTALE);
-
         /* an oversized publish is cut to the page */
-        p->gone = 0;
         char *big = malloc(STATUS_PAGE_TEXT_MAX + 10);
         memset(big, 'x', STATUS_PAGE_TEXT_MAX + 10);
         status_page_publish(p, big, STATUS_PAGE_TEXT_MAX + 10);
@@ -287,6 +368,9 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_round_trip),
                 cmocka_unit_test(test_truncated),
+                cmocka_unit_test(test_printable_utf8),
+                cmocka_unit_test(test_control_characters_rendered_printable),
+                cmocka_unit_test(test_object_flood),
                 cmocka_unit_test(test_too_small_buffer),
                 cmocka_unit_test(test_refused),
                 cmocka_unit_test(test_entry_fields),
