@@ -232,14 +232,43 @@ static int json_parse_object(const char *text, size_t len, struct json_object **
 }
 
 /* Prints a peer-supplied string, JSON-escaped when it holds control bytes. */
+static bool control_at(const unsigned char *p) {
+        return *p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f);
+}
+
+/* A string from the daemon (or, through root's view, from another user's
+ * broker) on a terminal: with a control character anywhere (C0, DEL, or
+ * C1, U+0080..U+009F), it is printed quoted with every control character
+ * escaped, so nothing can move the cursor, rewrite a line or set a title. */
 static void fputs_safe(const char *s, FILE *f) {
-        for (const char *p = s; *p; p++)
-                if ((unsigned char) *p < 0x20 || *p == 0x7f) {
-                        _cleanup_json_ struct json_object *j = json_object_new_string(s);
-                        fputs(j ? json_object_to_json_string_ext(j, JSON_C_TO_STRING_NOSLASHESCAPE) : "?", f);
-                        return;
-                }
-        fputs(s, f);
+        bool plain = true;
+        for (const unsigned char *p = (const unsigned char *) s; *p && plain; p++)
+                plain = !control_at(p);
+        if (plain) {
+                fputs(s, f);
+                return;
+        }
+        fputc('"', f);
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (control_at(p) && *p == 0xc2)
+                        fprintf(f, "\\u%04x", *++p);
+                else if (control_at(p))
+                        fprintf(f, "\\x%02x", *p);
+                else if (*p == '"' || *p == '\\')
+                        fprintf(f, "\\%c", *p);
+                else
+                        fputc(*p, f);
+        }
+        fputc('"', f);
+}
+
+/* fputs_safe() padded to width columns (counted in bytes, like printf). */
+static void field_print(const char *s, int width) {
+        size_t n = strlen(s);
+        fputs_safe(s, stdout);
+        for (int i = (int) n; i < width; i++)
+                putchar(' ');
+        putchar(' ');
 }
 
 static void varlink_error_print(const char *error, struct json_object *parameters) {
@@ -981,11 +1010,13 @@ static void sessions_print(struct json_object *p) {
                 (void) json_get_int(s, "uid", &uid);
                 if (arg_all)
                         printf("%-7" PRIi64 " ", uid);
-                printf("%-32s %-16s %-10s %-16s %5" PRIi64 " %6" PRIi64 "s %s%s\n",
-                       json_get_string(s, "session") ?: "-", json_get_string(s, "skill") ?: "-",
-                       json_get_string(s, "profile") ?: "-", json_get_string(s, "task_id") ?: "-", calls, age,
-                       json_get_string(s, "artifacts_root") ?: "-",
-                       json_get_bool(s, "sandboxed") ? "" : " (unsandboxed)");
+                field_print(json_get_string(s, "session") ?: "-", 32);
+                field_print(json_get_string(s, "skill") ?: "-", 16);
+                field_print(json_get_string(s, "profile") ?: "-", 10);
+                field_print(json_get_string(s, "task_id") ?: "-", 16);
+                printf("%5" PRIi64 " %6" PRIi64 "s ", calls, age);
+                fputs_safe(json_get_string(s, "artifacts_root") ?: "-", stdout);
+                puts(json_get_bool(s, "sandboxed") ? "" : " (unsandboxed)");
         }
 }
 
