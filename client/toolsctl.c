@@ -1026,9 +1026,11 @@ static void tools_print_list(struct json_object *tools) {
         for (size_t i = 0; i < json_object_array_length(tools); i++) {
                 struct json_object *t = json_object_array_get_idx(tools, i);
                 const char *d = json_get_string(t, "description") ?: "";
-                printf("%-18s ", json_get_string(t, "name") ?: "?");
+                field_print(json_get_string(t, "name") ?: "?", 18);
                 /* The first line only: descriptions are written for a model. */
-                printf("%.*s\n", (int) strcspn(d, "\n"), d);
+                _cleanup_free_ char *line = strndup(d, strcspn(d, "\n"));
+                fputs_safe(line ?: "", stdout);
+                putchar('\n');
         }
 }
 
@@ -1051,9 +1053,10 @@ static void open_print(struct json_object *p) {
         if (json_object_object_get_ex(p, "dropped_env", &dropped) && json_object_is_type(dropped, json_type_array) &&
             json_object_array_length(dropped) > 0) {
                 fputs("toolsctl: environment dropped as secret-shaped: ", stderr);
-                for (size_t i = 0; i < json_object_array_length(dropped); i++)
-                        fprintf(stderr, "%s%s", i ? ", " : "",
-                                json_object_get_string(json_object_array_get_idx(dropped, i)));
+                for (size_t i = 0; i < json_object_array_length(dropped); i++) {
+                        fputs(i ? ", " : "", stderr);
+                        fputs_safe(json_object_get_string(json_object_array_get_idx(dropped, i)) ?: "?", stderr);
+                }
                 fputc('\n', stderr);
         }
 }
@@ -1267,10 +1270,16 @@ static const char *jfield(struct json_object *o, const char *key) {
  * the transcript holds the model's input, which must not drive the
  * terminal. */
 static const char *log_clean(const char *s, char *buf, size_t max) {
-        size_t k = 0;
-        for (; s && s[k] && s[k] != '\n' && k < max - 1; k++)
-                buf[k] = (unsigned char) s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
-        buf[k] = '\0';
+        size_t k = 0, w = 0;
+        for (; s && s[k] && s[k] != '\n' && w < max - 1; k++) {
+                if (control_at((const unsigned char *) s + k)) {
+                        buf[w++] = '?';
+                        k += (unsigned char) s[k] == 0xc2;      /* a C1 control is two bytes */
+                } else {
+                        buf[w++] = s[k];
+                }
+        }
+        buf[w] = '\0';
         return s ? buf : "?";
 }
 

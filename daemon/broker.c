@@ -19,6 +19,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -110,8 +111,9 @@ static void peers_prune(struct server *s) {
 }
 
 static void peer_add(struct server *s, const struct master_msg *m, int page_fd, int pidfd) {
-        if (s->n_peers >= PEERS_MAX)
-                peers_prune(s);
+        /* Every arrival drops the ended ones: a user who restarts their
+         * broker again and again leaves nothing behind here. */
+        peers_prune(s);
         if (s->uid != 0 || s->n_peers >= PEERS_MAX ||
             (!s->page_text && !(s->page_text = malloc(STATUS_PAGE_TEXT_MAX))) ||
             (!s->peers && !(s->peers = calloc(PEERS_MAX, sizeof *s->peers)))) {
@@ -234,25 +236,45 @@ static void broker_receive(struct server *s) {
                                 server_shutdown(s);
                         return;
                 }
+                /* The master sends one message per datagram with its
+                 * descriptors: CONN with one, PAGE with two. */
+                int fds[4];
+                size_t nfd = 0;
                 for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
                         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
                                 continue;
-                        size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                        int fds[4];
-                        memcpy(fds, CMSG_DATA(c), MIN(nfd, ELEMENTSOF(fds)) * sizeof(int));
-                        if (m.type == MASTER_MSG_PAGE && nfd == 2 && n == (ssize_t) sizeof m) {
-                                peer_add(s, &m, fds[0], fds[1]);
-                                continue;
-                        }
-                        for (size_t i = 0; i < nfd && i < ELEMENTSOF(fds); i++) {
-                                int fd = fds[i];
-                                /* A connection that arrives after we asked to
-                                 * exit is served all the same. */
-                                s->exit_asked = false;
-                                if (server_adopt(s, fd) < 0)
-                                        broker_tell(s, 'c');
+                        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < k; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                                if (nfd < ELEMENTSOF(fds))
+                                        fds[nfd++] = fd;
+                                else
+                                        (void) close(fd);
                         }
                 }
+                bool whole = n == (ssize_t) sizeof m && !(mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC));
+                if (whole && m.type == MASTER_MSG_CONN && nfd == 1) {
+                        /* A connection that arrives after we asked to exit
+                         * is served all the same. */
+                        s->exit_asked = false;
+                        if (server_adopt(s, fds[0]) < 0)
+                                broker_tell(s, 'c');
+                        continue;
+                }
+                if (whole && m.type == MASTER_MSG_PAGE && nfd == 2) {
+                        peer_add(s, &m, fds[0], fds[1]);
+                        continue;
+                }
+                /* Cut short (we are out of descriptors) or not a message
+                 * of the master's: close what came; a connection the
+                 * master counted is uncounted. */
+                log_warning("broker: a control message (type %u, %zu fds%s) could not be taken whole", m.type, nfd,
+                            mh.msg_flags & MSG_CTRUNC ? ", descriptors cut" : "");
+                for (size_t i = 0; i < nfd; i++)
+                        (void) close(fds[i]);
+                if (m.type == MASTER_MSG_CONN)
+                        broker_tell(s, 'c');
         }
 }
 
@@ -288,6 +310,13 @@ int broker_init(struct server *s, int ctl_fd) {
                 log_warning("broker: no status page at fd %d; root's view will not show us", MASTER_PAGE_FD);
         else if (!(s->page_text = malloc(STATUS_PAGE_TEXT_MAX)))
                 return -ENOMEM;
+        /* Root's broker holds a pidfd per other broker (up to 1024 of
+         * them) besides its connections. */
+        struct rlimit rl;
+        if (s->uid == 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < MIN(rl.rlim_max, (rlim_t) 8192)) {
+                rl.rlim_cur = MIN(rl.rlim_max, (rlim_t) 8192);
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
         if (s->page) {
                 s->on_status = page_publish;
                 s->status_dirty = true;

@@ -163,14 +163,16 @@ _noreturn_ static void broker_exec(const struct master_options *o, const struct 
         sigset_t none;
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
-        if (nofile_start.rlim_cur > 0)
-                (void) setrlimit(RLIMIT_NOFILE, &nofile_start);
         /* Out of the way first (either may sit on the other's number), then
          * into place: dup2() to a different number clears close-on-exec. */
         int c = fcntl(ctl, F_DUPFD_CLOEXEC, MASTER_PAGE_FD + 1), p = fcntl(page, F_DUPFD_CLOEXEC, MASTER_PAGE_FD + 1);
         if (c < 0 || p < 0 || dup2(c, MASTER_BROKER_FD) < 0 || dup2(p, MASTER_PAGE_FD) < 0)
                 _exit(126);
         (void) syscall(SYS_close_range, MASTER_PAGE_FD + 1, ~0U, 0);
+        /* Only now, with nothing above fd 4 left: lowered earlier, the
+         * dups above could not find a free descriptor under the limit. */
+        if (nofile_start.rlim_cur > 0)
+                (void) setrlimit(RLIMIT_NOFILE, &nofile_start);
 
         /* setgroups(initgroups), setgid, setuid; then no capability in any
          * set, bounding and ambient included. */

@@ -48,22 +48,49 @@ static bool printable(const char *s) {
         return true;
 }
 
-/* s as a JSON string, each control character (a C1 one is two bytes)
- * replaced by '?': a directory may be called anything, and an honest
- * broker's page must still parse. */
+/* The length of the valid UTF-8 sequence at p (1-4), or 0: an invalid
+ * lead byte, a missing continuation, an overlong form, a surrogate or a
+ * code point past U+10FFFF. */
+static size_t utf8_len(const unsigned char *p) {
+        if (p[0] < 0x80)
+                return 1;
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+        if (p[0] >= 0xe0 && p[0] <= 0xef) {
+                if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
+                        return 0;
+                if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f))
+                        return 0;
+                return 3;
+        }
+        if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+                if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
+                        return 0;
+                if ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+                        return 0;
+                return 4;
+        }
+        return 0;
+}
+
+/* s as a JSON string, each control character (a C1 one is two bytes) and
+ * each byte of an invalid UTF-8 sequence replaced by '?': a directory may
+ * be called anything (the root's path comes from the kernel), and an
+ * honest broker's page must still parse. */
 static struct json_object *printable_string(const char *s) {
-        if (printable(s))
-                return json_object_new_string(s);
         _cleanup_free_ char *t = strdup(s);
         if (!t)
                 return NULL;
         char *w = t;
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if (control_at(p)) {
+        for (const unsigned char *p = (const unsigned char *) s; *p;) {
+                size_t n = utf8_len(p);
+                if (n == 0 || control_at(p)) {
                         *w++ = '?';
-                        p += *p == 0xc2;
+                        p += n ? n : 1;
                 } else {
-                        *w++ = (char) *p;
+                        memcpy(w, p, n);
+                        w += n;
+                        p += n;
                 }
         }
         *w = '\0';
@@ -177,11 +204,14 @@ static bool bare_id(const char *s) {
                strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(s);
 }
 
-/* Objects outside strings, counted before json-c allocates one for each:
- * "{}," takes 3 bytes of text and far more memory once parsed. */
-static bool objects_within(const char *text, size_t len, size_t max) {
+/* Values outside strings, bounded before json-c allocates one for each:
+ * "{},", "[]," or "1," take 2 or 3 bytes of text and far more memory once
+ * parsed. Every object, array and comma counts; a real session entry holds
+ * at most 15 of them in more than 180 bytes, so len/12 (and some slack for
+ * the document around the list) is never reached by a real page. */
+static bool values_within(const char *text, size_t len) {
+        size_t max = len / 12 + 16, n = 0;
         bool in_string = false;
-        size_t n = 0;
 
         for (size_t i = 0; i < len; i++) {
                 char ch = text[i];
@@ -192,7 +222,7 @@ static bool objects_within(const char *text, size_t len, size_t max) {
                                 in_string = false;
                 } else if (ch == '"') {
                         in_string = true;
-                } else if (ch == '{' && ++n > max) {
+                } else if ((ch == '{' || ch == '[' || ch == ',') && ++n > max) {
                         return false;
                 }
         }
@@ -300,7 +330,7 @@ int status_page_parse(const char *text, size_t len, uid_t uid, uint64_t now_usec
         static const char *const keys[] = { "list", "sessions", "running_calls", "connections", "truncated" };
 
         if (!text || !sessions || !ret || len == 0 || len > STATUS_PAGE_TEXT_MAX ||
-            !objects_within(text, len, STATUS_PAGE_OBJECTS_MAX))
+            !values_within(text, len))
                 return -EBADMSG;
 
         /* All a page needs: the document, its list, a session (json-c counts

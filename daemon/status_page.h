@@ -46,9 +46,7 @@ struct status_page {
  * root reads must not drive root's terminal. */
 #define STATUS_NAME_MAX 1024u           /* skill, profile, run_id, task_id, role */
 #define STATUS_PATH_MAX 4096u           /* artifacts_root */
-/* The smallest session entry takes more than 160 bytes (its ten required
- * keys alone), so a page of real sessions holds fewer objects than this. */
-#define STATUS_PAGE_OBJECTS_MAX (STATUS_PAGE_TEXT_MAX / 160u + 1u)
+
 
 /* One session as a broker publishes it. Times are CLOCK_MONOTONIC in µs,
  * which every process of the host shares. */
@@ -96,7 +94,7 @@ int status_page_snapshot(const struct status_page *p, char *buf, size_t size, si
 /* Parses a page's text into SessionInfo objects (appended to sessions, a
  * JSON array; every one gets uid) and the counts. now_usec turns the
  * times into ages. -EBADMSG for anything that is not a well-formed page
- * (checked before json-c builds anything big: at most
- * STATUS_PAGE_OBJECTS_MAX objects): then nothing is appended. */
+ * (checked before json-c builds anything big: objects, arrays and
+ * commas at most one per 12 bytes): then nothing is appended. */
 int status_page_parse(const char *text, size_t len, uid_t uid, uint64_t now_usec, struct json_object *sessions,
                       struct status_counts *ret);

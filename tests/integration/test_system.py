@@ -610,6 +610,40 @@ def test_a_broker_cannot_hide_from_root_by_its_page(system, users, roots):
             os.close(fd)
 
 
+def test_restarting_brokers_leave_nothing_in_roots(system, users, roots):
+    """A user may end their own broker as often as they like (a clean exit
+    is not a crash): root's broker drops each ended broker's page and pidfd
+    as the next one arrives, so it keeps a few descriptors, not one per
+    restart."""
+    a, b = users
+    with toolsd.Client(system.socket, timeout=30) as cr:
+        cr.status()
+        pr = broker_of(0)
+
+        def pidfds():
+            n = 0
+            for fd in os.listdir("/proc/%d/fd" % pr):
+                try:
+                    n += os.readlink("/proc/%d/fd/%s" % (pr, fd)) == "anon_inode:[pidfd]"
+                except OSError:
+                    pass
+            return n
+
+        for _ in range(40):
+            with system.client_as(a) as ca:
+                ca.status()
+                p = broker_of(a.uid)
+            os.kill(p, signal.SIGTERM)
+            assert wait_until(lambda: p not in brokers(), 10)
+        # No view asked for yet: what is held is what arrivals left.
+        assert pidfds() <= 2, pidfds()
+        with system.client_as(b) as cb:
+            sb = open_session(cb, roots[b.name])
+            assert wait_until(lambda: sb.id in [x["session"] for x in cr.list_all_sessions()["sessions"]], 10)
+            assert pidfds() <= 3, pidfds()
+            assert by_uid(cr.status(all_users=True)["users"])[b.uid]["complete"]
+
+
 # ---- isolation between users --------------------------------------------------
 
 def test_users_cannot_reach_each_others_sessions(system, users, roots):

@@ -147,12 +147,15 @@ static void test_control_characters_rendered_printable(void **state) {
 
         e.artifacts_root = "/home/a/x\x1b]0;PWNED\x07\r\xc2\x9b" "2K\x7f";
         e.role = "\x01";
+        e.skill = "a\xff\xc3\xe2\x82" "b\xed\xa0\x80\xc3\xa9\xf0\x9f\x98\x80";   /* invalid, truncated, surrogate, then é and an emoji */
         char *text = render(&e, 1, &c, STATUS_PAGE_TEXT_MAX, &len, NULL);
         assert_int_equal(parse(text, len, &list, &got), 0);
         struct json_object *o = json_object_array_get_idx(list, 0);
         assert_string_equal(json_object_get_string(json_object_object_get(o, "artifacts_root")),
                             "/home/a/x?]0;PWNED???2K?");
         assert_string_equal(json_object_get_string(json_object_object_get(o, "role")), "?");
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "skill")),
+                            "a????b???\xc3\xa9\xf0\x9f\x98\x80");
         json_object_put(list);
         free(text);
 }
@@ -166,12 +169,24 @@ static void test_object_flood(void **state) {
         struct json_object *list;
 
         assert_non_null(text);
-        len += (size_t) sprintf(text, "{\"list\":[");
-        while (len + 3 < n) {
-                memcpy(text + len, "{},", 3);
-                len += 3;
+        static const char *const floods[] = { "{},", "[],", "[[]],", "1,", "\"\"," };
+        for (size_t f = 0; f < ELEMENTSOF(floods); f++) {
+                size_t k = strlen(floods[f]);
+                len = (size_t) sprintf(text, "{\"list\":[");
+                while (len + k < n) {
+                        memcpy(text + len, floods[f], k);
+                        len += k;
+                }
+                len += (size_t) sprintf(text + len,
+                                        "{}],\"sessions\":0,\"running_calls\":0,\"connections\":0,\"truncated\":false}");
+                assert_int_equal(parse(text, len, &list, &c), -EBADMSG);
+                json_object_put(list);
         }
-        len += (size_t) sprintf(text + len, "{}],\"sessions\":0,\"running_calls\":0,\"connections\":0,\"truncated\":false}");
+        /* nor does an object of many keys */
+        len = (size_t) sprintf(text, "{\"list\":[{");
+        for (unsigned i = 0; len + 16 < n; i++)
+                len += (size_t) sprintf(text + len, "\"%x\":0,", i);
+        len += (size_t) sprintf(text + len, "\"z\":0}],\"sessions\":0,\"running_calls\":0,\"connections\":0,\"truncated\":false}");
         assert_int_equal(parse(text, len, &list, &c), -EBADMSG);
         json_object_put(list);
 
