@@ -644,6 +644,37 @@ def test_restarting_brokers_leave_nothing_in_roots(system, users, roots):
             assert by_uid(cr.status(all_users=True)["users"])[b.uid]["complete"]
 
 
+def open_files_limit(pid):
+    with open("/proc/%d/limits" % pid) as f:
+        for line in f:
+            if line.startswith("Max open files"):
+                return tuple(int(x) for x in line.split()[3:5])
+    raise AssertionError("no open files limit")
+
+
+def test_open_file_limits(make_system, users):
+    """The master holds three descriptors per broker: it raises its soft
+    limit to the hard one, and gives its brokers the soft limit it was
+    started with; root's broker, which holds a pidfd per broker, raises
+    its own."""
+    import resource
+    a = users[0]
+    saved = resource.getrlimit(resource.RLIMIT_NOFILE)
+    hard = saved[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard))
+    try:
+        d = make_system()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, saved)
+    with d.client_as(a) as ca, toolsd.Client(d.socket, timeout=30) as cr:
+        ca.status()
+        cr.status()
+        # systemd-socket-activate execs toolsd: its pid is the master's.
+        assert open_files_limit(d.proc.pid) == (hard, hard)
+        assert open_files_limit(broker_of(a.uid)) == (512, hard)
+        assert open_files_limit(broker_of(0)) == (min(hard, 8192), hard)
+
+
 # ---- isolation between users --------------------------------------------------
 
 def test_users_cannot_reach_each_others_sessions(system, users, roots):
