@@ -171,26 +171,59 @@ static int load_config(struct server *s, const struct options *o, struct toolsd_
         return 0;
 }
 
+/* Runs argv (no shell) with stdout and stderr into out (NUL-terminated,
+ * newlines as spaces) and, when fd3 >= 0, that descriptor as fd 3.
+ * Returns the wait status, or -1 when it could not be run. */
+static int run_capture(char *const argv[], int fd3, char *out, size_t size) {
+        int p[2];
+
+        out[0] = '\0';
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -1;
+        pid_t pid = fork();
+        if (pid == 0) {
+                (void) dup2(p[1], STDERR_FILENO);
+                (void) dup2(p[1], STDOUT_FILENO);
+                /* dup2() onto itself would keep close-on-exec. */
+                if (fd3 == 3)
+                        (void) fcntl(3, F_SETFD, 0);
+                else if (fd3 >= 0)
+                        (void) dup2(fd3, 3);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        close(p[1]);
+        size_t got = 0;
+        for (ssize_t n; pid > 0 && got < size - 1; got += (size_t) n)
+                if ((n = read(p[0], out + got, size - 1 - got)) <= 0)
+                        break;
+        out[got] = '\0';
+        for (char *q = out; *q; q++)
+                if (*q == '\n')
+                        *q = ' ';
+        close(p[0]);
+        int st = 0;
+        return pid > 0 && waitpid(pid, &st, 0) == pid ? st : -1;
+}
+
 /* Runs `bwrap --version` and a minimal sandbox, the way calls will, so a
  * broken sandbox is known before the first session asks for it. */
 static void probe_sandbox(struct server *s) {
         const char *bwrap = s->config->bwrap_path;
-        char buf[128] = "";
+        char buf[128];
 
-        _cleanup_fclose_ FILE *f = NULL;
         if (access(bwrap, X_OK) < 0) {
                 (void) snprintf(s->sandbox_detail, sizeof s->sandbox_detail, "%s: %s", bwrap, strerror(errno));
                 return;
         }
-        char cmd[4200];
-        (void) snprintf(cmd, sizeof cmd, "'%s' --version 2>/dev/null", bwrap);
-        if (!strchr(bwrap, '\'') && (f = popen(cmd, "re")) && fgets(buf, sizeof buf, f)) {
-                buf[strcspn(buf, "\n")] = '\0';
+        char *version_argv[] = { (char *) bwrap, (char *) "--version", NULL };
+        int st = run_capture(version_argv, -1, buf, sizeof buf);
+        if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+                /* "bubblewrap 0.8.0 " (the newline made a space) */
+                size_t n = strlen(buf);
+                while (n > 0 && buf[n - 1] == ' ')
+                        buf[--n] = '\0';
                 (void) snprintf(s->bwrap_version, sizeof s->bwrap_version, "%s", buf);
-        }
-        if (f) {
-                (void) pclose(f);
-                f = NULL;
         }
 
         const char *argv[] = { "/usr/bin/true", NULL };
@@ -219,40 +252,15 @@ static void probe_sandbox(struct server *s) {
         _cleanup_strv_free_ char **bargv = NULL;
         int r = sandbox_argv_build(&m, &bargv);
         if (r < 0) {
+                (void) rmdir(dir);
                 (void) snprintf(s->sandbox_detail, sizeof s->sandbox_detail, "cannot build the probe: %s",
                                 strerror(-r));
                 return;
         }
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return;
-        pid_t pid = fork();
-        if (pid == 0) {
-                (void) dup2(p[1], STDERR_FILENO);
-                (void) dup2(p[1], STDOUT_FILENO);
-                /* dup2() onto itself would keep close-on-exec. */
-                if (dfd == 3)
-                        (void) fcntl(3, F_SETFD, 0);
-                else
-                        (void) dup2(dfd, 3);
-                execv(bargv[0], bargv);
-                _exit(127);
-        }
-        close(p[1]);
-        char err[200] = "";
-        size_t got = 0;
-        for (ssize_t n; pid > 0 && got < sizeof err - 1; got += (size_t) n)
-                if ((n = read(p[0], err + got, sizeof err - 1 - got)) <= 0)
-                        break;
-        err[got] = '\0';
-        for (char *q = err; *q; q++)
-                if (*q == '\n')
-                        *q = ' ';
-        close(p[0]);
-        int st = 0;
-        pid_t waited = pid > 0 ? waitpid(pid, &st, 0) : -1;
+        char err[200];
+        st = run_capture(bargv, dfd, err, sizeof err);
         (void) rmdir(dir); /* bwrap binds the fd's path: remove it only now */
-        if (waited < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
                 (void) snprintf(s->sandbox_detail, sizeof s->sandbox_detail, "bwrap probe failed: %s",
                                 err[0] ? err : "no output");
                 return;
