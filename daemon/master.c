@@ -79,6 +79,10 @@ static uint32_t n_conns_total;
  * other descriptor is in use; otherwise the listening socket would stay
  * readable and poll() would spin. */
 static int reserve_fd = -1;
+/* Out of descriptors with no reserve left: the listening socket is not
+ * polled (it would stay readable, and poll() would spin) until a broker is
+ * reaped and the reserve can be taken again. */
+static bool accept_paused;
 /* Brokers get the soft limit toolsd was started with, not ours. */
 static struct rlimit nofile_start;
 
@@ -293,35 +297,58 @@ static bool pages_pending(void) {
         return false;
 }
 
+/* NULL with errno set: ENOENT (no passwd entry), EUSERS (no free slot),
+ * EMFILE/ENFILE (out of descriptors), or what fork() said. */
 static struct broker *broker_start(const struct master_options *o, uid_t uid) {
         struct passwd pw, *res = NULL;
         char buf[16384];
         int sv[2];
 
-        /* A uid with no passwd entry is nobody we can run as. */
-        if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res) {
+        /* A uid with no passwd entry is nobody we can run as; a lookup
+         * that failed (out of descriptors, say) is not "no entry". */
+        /* NSS opens files: out of descriptors it reports "no entry"
+         * like a missing user, so the reserve makes room for it. */
+        closep(&reserve_fd);
+        int lookup = getpwuid_r(uid, &pw, buf, sizeof buf, &res);
+        reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (lookup != 0 && lookup != ENOENT && lookup != ESRCH) {
+                log_warning("master: cannot look up uid=%u: %s", (unsigned) uid, strerror(lookup));
+                errno = lookup;
+                return NULL;
+        }
+        if (!res) {
                 log_warning("master: refused uid=%u: no passwd entry", (unsigned) uid);
+                errno = ENOENT;
                 return NULL;
         }
         struct broker *b = NULL;
         for (size_t i = 0; i < BROKERS_MAX && !b; i++)
                 if (brokers[i].pid == 0)
                         b = &brokers[i];
-        if (!b)
+        if (!b) {
+                errno = EUSERS;
                 return NULL;
+        }
         _cleanup_close_ int page = page_new();
         if (page < 0) {
                 log_warning("master: cannot create a status page for uid=%u: %s", (unsigned) uid, strerror(-page));
+                errno = -page;
                 return NULL;
         }
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                int e = errno;
+                log_warning("master: cannot start a broker for uid=%u: socketpair: %s", (unsigned) uid, strerror(e));
+                errno = e;
                 return NULL;
+        }
 
         pid_t master = getpid();
         pid_t pid = fork();
         if (pid < 0) {
+                int e = errno;
                 close(sv[0]);
                 close(sv[1]);
+                errno = e;
                 return NULL;
         }
         if (pid == 0)
@@ -358,7 +385,12 @@ static void master_on_accept(const struct master_options *o, int lfd) {
         const struct toolsd_config *cfg = o->config;
 
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && reserve_fd >= 0) {
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && reserve_fd < 0) {
+                log_warning("master: out of file descriptors; not accepting until a broker ends");
+                accept_paused = true;
+                return;
+        }
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
                 struct rlimit rl = {};
                 (void) getrlimit(RLIMIT_NOFILE, &rl);
                 log_warning("master: out of file descriptors (limit %llu); refusing a connection",
@@ -395,8 +427,14 @@ static void master_on_accept(const struct master_options *o, int lfd) {
                 log_warning("master: refused uid=%u: its previous broker has not exited yet", (unsigned) cred.uid);
                 return refuse(fd, "io.toolsd.LimitExceeded", "brokers_per_user", BROKERS_PER_UID_MAX);
         }
-        if (!b && !(b = broker_start(o, cred.uid)))
+        if (!b && !(b = broker_start(o, cred.uid))) {
+                if (errno == EMFILE || errno == ENFILE) {
+                        struct rlimit rl = {};
+                        (void) getrlimit(RLIMIT_NOFILE, &rl);
+                        return refuse(fd, "io.toolsd.LimitExceeded", "open_files", rl.rlim_cur);
+                }
                 return refuse(fd, "org.varlink.service.PermissionDenied", NULL, 0);
+        }
 
         int r = broker_send(b, fd, &cred);
         if (r < 0 && r != -EAGAIN) {
@@ -470,6 +508,9 @@ static void master_reap(void) {
                         closep(&b->page);
                         closep(&b->pidfd);
                         *b = (struct broker) { .ctl = -1, .page = -1, .pidfd = -1 };
+                        if (reserve_fd < 0)
+                                reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                        accept_paused = reserve_fd < 0;
                 }
 }
 
@@ -545,7 +586,8 @@ int master_run(const struct master_options *o, int listen_fd) {
         for (;;) {
                 size_t n = 0;
                 pfd[n++] = (struct pollfd) { sfd, POLLIN, 0 };
-                if (!stopping)
+                bool accepting = !stopping && !accept_paused;
+                if (accepting)
                         pfd[n++] = (struct pollfd) { listen_fd, POLLIN, 0 };
                 struct broker *root = pages_pending() ? root_broker() : NULL;
                 for (size_t i = 0; i < BROKERS_MAX; i++)
@@ -556,7 +598,7 @@ int master_run(const struct master_options *o, int listen_fd) {
                         }
                 if (stopping && n_live_brokers() == 0)
                         break;
-                size_t first = stopping ? 1 : 2;
+                size_t first = accepting ? 2 : 1;
                 int timeout = watchdog_ping(wd_usec, &next_ping);
                 uint64_t now = mono_usec();
                 for (size_t i = 0; i < BROKERS_MAX; i++) {
@@ -600,7 +642,7 @@ int master_run(const struct master_options *o, int listen_fd) {
                         if (pfd[i].revents & ~POLLOUT)
                                 master_on_broker(slot[i]);
                 }
-                if (first == 2 && !stopping && (pfd[1].revents & POLLIN))
+                if (accepting && !stopping && (pfd[1].revents & POLLIN))
                         master_on_accept(o, listen_fd);
                 /* Only changes: sd_notify() blocks when the manager's
                  * queue is full, and the master must not. */
