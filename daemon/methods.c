@@ -341,6 +341,20 @@ static int session_env(struct conn *c, struct session *sess, struct json_object 
         return 0;
 }
 
+/* Root's broker in system mode: uid 0 with no capability. Since Linux 5.12
+ * mapping uid 0 into a user namespace needs CAP_SETFCAP, so bwrap cannot
+ * build its sandbox, and falling back would run the model's commands as
+ * root with no namespace around them. Only an explicit sandbox:"off" that
+ * the administrator allows runs them. */
+#define ROOT_BROKER_REASON                                                                                   \
+        "a root peer cannot be sandboxed by the system toolsd: its broker runs as uid 0 with no "           \
+        "capabilities, and mapping uid 0 into a user namespace needs CAP_SETFCAP; run the agent as an "      \
+        "unprivileged user, or use a private toolsd (user mode) as root"
+
+static bool root_broker_unsandboxable(const struct server *s) {
+        return !s->sandbox_available && s->uid == 0 && strcmp(s->mode, "system") == 0;
+}
+
 static int session_sandbox(struct conn *c, struct session *sess, const char *mode) {
         struct server *s = c->server;
         bool required = s->config->require_sandbox == REQUIRE_SANDBOX_YES;
@@ -367,6 +381,10 @@ static int session_sandbox(struct conn *c, struct session *sess, const char *mod
         }
         if (s->sandbox_available) {
                 error1(c, "io.toolsd.SandboxUnavailable", "reason", json_object_new_string(why));
+                return -EPERM;
+        }
+        if (root_broker_unsandboxable(s)) {
+                error1(c, "io.toolsd.SandboxUnavailable", "reason", json_object_new_string(ROOT_BROKER_REASON));
                 return -EPERM;
         }
         if (required) {
@@ -717,9 +735,12 @@ static int method_doctor(struct conn *c, struct json_object *p) {
         long clone = read_long_file("/proc/sys/kernel/unprivileged_userns_clone");
 
         doctor_check(checks, "mode", true, "%s mode, serving uid %u", s->mode, (unsigned) s->uid);
-        doctor_check(checks, "sandbox", s->sandbox_available || !required, "%s%s", s->sandbox_detail,
-                  s->sandbox_available ? "" : required ? " (RequireSandbox=yes: sessions are refused)"
-                                                        : " (commands run unsandboxed; results say sandboxed: false)");
+        doctor_check(checks, "sandbox", s->sandbox_available || (!required && !root_broker_unsandboxable(s)), "%s%s",
+                     s->sandbox_detail,
+                     s->sandbox_available            ? ""
+                     : root_broker_unsandboxable(s)  ? " (" ROOT_BROKER_REASON ")"
+                     : required                      ? " (RequireSandbox=yes: sessions are refused)"
+                                                     : " (commands run unsandboxed; results say sandboxed: false)");
         doctor_check(checks, "bubblewrap", s->bwrap_version[0] != '\0', "%s at %s",
                   s->bwrap_version[0] ? s->bwrap_version : "not found", s->config->bwrap_path);
         doctor_check(checks, "user_namespaces", userns != 0 && clone != 0,

@@ -336,6 +336,38 @@ def test_root_is_served_by_its_own_broker(system, users, roots):
             assert int(s["CapEff"], 16) == 0 and int(s["CapBnd"], 16) == 0 and int(s["CapPrm"], 16) == 0
 
 
+def root_session_params(tmpdir_short, **kw):
+    root = os.path.join(tmpdir_short, "root-of-root")
+    os.mkdir(root, 0o700)
+    return dict({"skill": skill(profile="full"), "artifacts_root": root, "env": {}}, **kw)
+
+
+def test_root_peer_is_not_run_unsandboxed_by_default(system, tmpdir_short):
+    """Root's broker has no capability, and the kernel wants CAP_SETFCAP to
+    map uid 0 into a user namespace: bwrap cannot work there. A root peer's
+    session is refused, saying why, instead of falling back to running the
+    model's commands as root."""
+    params = root_session_params(tmpdir_short)
+    with toolsd.Client(system.socket, timeout=30) as cr:
+        with pytest.raises(toolsd.SandboxUnavailable) as e:
+            cr.call("io.toolsd.OpenSession", params)
+        assert "mapping uid 0 into a user namespace needs CAP_SETFCAP" in e.value.parameters["reason"]
+        by = {x["name"]: x for x in cr.doctor()}
+        assert by["sandbox"]["ok"] is False and "CAP_SETFCAP" in by["sandbox"]["detail"], by["sandbox"]
+        with pytest.raises(toolsd.SandboxUnavailable):
+            cr.call("io.toolsd.OpenSession", dict(params, sandbox="off"))  # not allowed here
+
+
+def test_root_peer_unsandboxed_only_when_asked_and_allowed(make_system, tmpdir_short):
+    params = root_session_params(tmpdir_short)
+    d = make_system("[Sandbox]\nAllowUnsandboxed=yes\n")
+    with toolsd.Client(d.socket, timeout=30) as cr:
+        with pytest.raises(toolsd.SandboxUnavailable):
+            cr.call("io.toolsd.OpenSession", params)
+        r = cr.call("io.toolsd.OpenSession", dict(params, sandbox="off"))
+        assert r["sandboxed"] is False
+
+
 # ---- root's read-only view across users ----------------------------------------
 
 def by_uid(users_list):
@@ -673,6 +705,41 @@ def test_open_file_limits(make_system, users):
         assert open_files_limit(d.proc.pid) == (hard, hard)
         assert open_files_limit(broker_of(a.uid)) == (512, hard)
         assert open_files_limit(broker_of(0)) == (min(hard, 8192), hard)
+
+
+def test_master_out_of_descriptors_refuses_clearly(system, users):
+    """With its open-file limit reached, the master neither dies nor spins:
+    a connection it has no descriptor for is accepted with the one it keeps
+    in reserve and refused with LimitExceeded open_files, and so is one
+    whose broker it cannot start; both work again once the limit allows."""
+    import resource
+    a, b = users
+    master = system.proc.pid
+    soft, hard = resource.prlimit(master, resource.RLIMIT_NOFILE)
+    with toolsd.Client(system.socket, timeout=30) as cr:
+        cr.status()
+        # The limit bounds descriptor numbers: the lowest free one is how
+        # many the master can have without any spare.
+        taken = {int(fd) for fd in os.listdir("/proc/%d/fd" % master)}
+        used = min(set(range(len(taken) + 1)) - taken)
+        refusal = {"error": "io.toolsd.LimitExceeded", "parameters": {"what": "open_files", "limit": used}}
+        try:
+            # Every descriptor in use: not even accept() gets one.
+            resource.prlimit(master, resource.RLIMIT_NOFILE, (used, hard))
+            with system.raw_as(a) as s:
+                assert read_messages(s) == [refusal]
+            assert wait_until(lambda: "out of file descriptors (limit %d)" % used in system.log_text(), 10)
+            # One to spare: the connection, but no status page for a broker.
+            refusal["parameters"]["limit"] = used + 1
+            resource.prlimit(master, resource.RLIMIT_NOFILE, (used + 1, hard))
+            with system.raw_as(a) as s:
+                assert read_messages(s) == [refusal], system.log_text()
+            assert "cannot create a status page for uid=%d" % a.uid in system.log_text()
+            assert cr.status()["uid"] == 0  # root's broker serves on
+        finally:
+            resource.prlimit(master, resource.RLIMIT_NOFILE, (soft, hard))
+        with system.client_as(a) as ca:
+            assert ca.status()["uid"] == a.uid
 
 
 # ---- isolation between users --------------------------------------------------
